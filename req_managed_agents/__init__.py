@@ -1,0 +1,110 @@
+"""req_managed_agents: a synchronous client for managed agent runtimes.
+
+The provider (Claude Managed Agents, Bedrock AgentCore Harness) runs the agent loop; your
+custom tools run here, on your machine. The provider only ever sees each tool's name,
+description, input schema and the text it returned.
+
+Names that need ``requests`` or the drivers load on first use, so ``import
+req_managed_agents`` stays cheap in scripts, notebooks and web workers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from req_managed_agents._handler import EventHandler, Handler, ToolContext
+from req_managed_agents._tools import Tool, Tools
+from req_managed_agents._version import __version__
+from req_managed_agents._vocabulary import (
+    Artifact,
+    SessionInfo,
+    SessionResult,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
+from req_managed_agents.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    EnvironmentArchivedError,
+    EnvironmentNameConflictError,
+    EventStreamError,
+    IdleTimeoutError,
+    ManagedAgentsError,
+    MissingDependencyError,
+    NotFoundError,
+    PartialPruneError,
+    ProviderStreamError,
+    ProvisioningError,
+    RateLimitError,
+    ServerError,
+    SessionError,
+    SessionTimeoutError,
+    StreamError,
+    TransportError,
+    UnknownTagError,
+    UnresolvedRequiresActionError,
+)
+
+# Public name -> module that defines it, imported on first attribute access (these pull in
+# ``requests`` and the drivers, which an import of the package alone should not pay for).
+_LAZY: dict[str, str] = {}
+
+__all__ = [
+    "APIError",
+    "Artifact",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ConflictError",
+    "EnvironmentArchivedError",
+    "EnvironmentNameConflictError",
+    "EventHandler",
+    "EventStreamError",
+    "Handler",
+    "IdleTimeoutError",
+    "ManagedAgentsError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "PartialPruneError",
+    "ProviderStreamError",
+    "ProvisioningError",
+    "RateLimitError",
+    "ServerError",
+    "SessionError",
+    "SessionInfo",
+    "SessionResult",
+    "SessionTimeoutError",
+    "StreamError",
+    "Terminal",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "ToolUse",
+    "Tools",
+    "TransportError",
+    "TurnResult",
+    "UnknownTagError",
+    "UnresolvedRequiresActionError",
+    "Usage",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,47 @@
+"""One way to read a setting: explicit argument, then environment variable, then default.
+
+Every provider resolves its settings through :func:`setting` so the precedence is the same
+everywhere. ``None`` and empty strings count as "not given" at every layer, so passing
+``base_url=None`` falls through to the environment and then to the default instead of
+producing an unusable ``None`` URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+from req_managed_agents.errors import ConfigurationError
+
+__all__ = ["required_setting", "setting", "text_setting"]
+
+T = TypeVar("T")
+
+
+def setting(explicit: T | None, env_var: str | None, default: T, convert: Callable[[str], T]) -> T:
+    """Resolve one setting; ``convert`` parses the environment variable's text."""
+    if explicit is not None and explicit != "":
+        return explicit
+    raw = os.environ.get(env_var, "").strip() if env_var else ""
+    if not raw:
+        return default
+    try:
+        return convert(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"environment variable {env_var} is invalid: {exc}") from exc
+
+
+def text_setting(
+    explicit: str | None, env_var: str | None, default: str | None = None
+) -> str | None:
+    """:func:`setting` for plain text."""
+    return setting(explicit, env_var, default, str)
+
+
+def required_setting(explicit: str | None, env_var: str, what: str) -> str:
+    """Like :func:`setting` for a string that must exist; the error names the variable."""
+    value = text_setting(explicit, env_var)
+    if not value:
+        raise ConfigurationError(f"no {what}: pass it explicitly or set {env_var}")
+    return value

@@ -1,0 +1,265 @@
+"""Every exception this library raises, under one root.
+
+::
+
+    ManagedAgentsError
+    ├── ConfigurationError (ValueError)       bad or missing settings
+    │   └── MissingDependencyError (ImportError)   an optional extra is not installed
+    ├── APIError                              the provider answered with an error status
+    │   ├── BadRequestError                   400, 413, 422
+    │   ├── AuthenticationError               401, 403
+    │   ├── NotFoundError                     404
+    │   ├── ConflictError                     409
+    │   ├── RateLimitError                    429 (carries ``retry_after``)
+    │   └── ServerError                       5xx and 529 (overloaded)
+    ├── TransportError                        no usable HTTP response (connect/read failure)
+    ├── StreamError                           a response stream broke or carried an error
+    │   ├── EventStreamError (ValueError)     corrupt AWS event-stream framing
+    │   ├── ProviderStreamError               the provider sent an error frame in the stream
+    │   └── IdleTimeoutError (TimeoutError)   no bytes arrived within ``idle_timeout``
+    ├── SessionError                          the session loop cannot go on
+    │   ├── SessionTimeoutError (TimeoutError)      ``run(timeout=...)`` expired
+    │   └── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
+    └── ProvisioningError                     creating or finding provider resources failed
+        ├── EnvironmentArchivedError          the environment name exists but is archived
+        ├── EnvironmentNameConflictError      a create said 409 yet no such name is listed
+        ├── UnknownTagError (KeyError)        ``resolve("base:tag")`` found no such tag
+        └── PartialPruneError                 pruning stopped part way
+
+Errors carry the facts a user needs to act (status, provider error type, request id) and are
+built so that no message can contain a credential: every message passes through the secret
+redactor before it is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from req_managed_agents._redact import redact
+
+__all__ = [
+    "APIError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ConflictError",
+    "EnvironmentArchivedError",
+    "EnvironmentNameConflictError",
+    "EventStreamError",
+    "IdleTimeoutError",
+    "ManagedAgentsError",
+    "MissingDependencyError",
+    "NotFoundError",
+    "PartialPruneError",
+    "ProviderStreamError",
+    "ProvisioningError",
+    "RateLimitError",
+    "ServerError",
+    "SessionError",
+    "SessionTimeoutError",
+    "StreamError",
+    "TransportError",
+    "UnknownTagError",
+    "UnresolvedRequiresActionError",
+]
+
+
+class ManagedAgentsError(Exception):
+    """Root of every error raised by ``req_managed_agents``."""
+
+    def __init__(self, message: str = "") -> None:
+        self.message = redact(message)
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigurationError(ManagedAgentsError, ValueError):
+    """A setting is missing or invalid (an API key, a region, an option value)."""
+
+
+class MissingDependencyError(ConfigurationError, ImportError):
+    """An optional extra is needed; the message says which ``pip install`` fixes it."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+class APIError(ManagedAgentsError):
+    """The provider answered with an HTTP error status.
+
+    ``error_type`` is the provider's own error code (``"not_found_error"``,
+    ``"ValidationException"``, ...), ``request_id`` the id to quote to provider support.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        error_type: str | None,
+        message: str,
+        request_id: str | None = None,
+        *,
+        body: Any = None,
+    ) -> None:
+        self.status_code = status_code
+        self.error_type = error_type
+        self.request_id = request_id
+        self.body = body
+        detail = f"HTTP {status_code}"
+        if error_type:
+            detail += f" {error_type}"
+        detail += f": {message}" if message else ""
+        if request_id:
+            detail += f" (request id {request_id})"
+        super().__init__(detail)
+        self.message = redact(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class BadRequestError(APIError):
+    """The request was rejected as invalid (400, 413, 422); retrying will not help."""
+
+
+class AuthenticationError(APIError):
+    """The credentials were missing, wrong or lack permission (401, 403)."""
+
+
+class NotFoundError(APIError):
+    """The resource does not exist (404)."""
+
+
+class ConflictError(APIError):
+    """The request conflicts with the resource's current state (409)."""
+
+
+class RateLimitError(APIError):
+    """Too many requests (429); ``retry_after`` is the server's hint in seconds, if any."""
+
+    def __init__(
+        self,
+        status_code: int,
+        error_type: str | None,
+        message: str,
+        request_id: str | None = None,
+        *,
+        body: Any = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(status_code, error_type, message, request_id, body=body)
+        self.retry_after = retry_after
+
+
+class ServerError(APIError):
+    """The provider failed (5xx) or is overloaded (529)."""
+
+
+class TransportError(ManagedAgentsError):
+    """No usable HTTP response: connection refused or reset, DNS failure, read timeout."""
+
+
+class StreamError(ManagedAgentsError):
+    """A response stream broke, was malformed, or carried an error in band."""
+
+
+class EventStreamError(StreamError, ValueError):
+    """AWS event-stream bytes are corrupt: bad checksum, impossible length, truncated frame."""
+
+
+class ProviderStreamError(StreamError):
+    """The provider reported an error inside the stream (an exception or error frame).
+
+    These are the provider's final word on the request and are never retried.
+    """
+
+    def __init__(self, exception_type: str, message: str) -> None:
+        self.exception_type = exception_type
+        super().__init__(f"{exception_type}: {message}")
+        self.message = redact(message)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class IdleTimeoutError(StreamError, TimeoutError):
+    """The stream sent no bytes for ``idle_timeout`` seconds."""
+
+    def __init__(self, message: str, *, idle_timeout: float) -> None:
+        super().__init__(message)
+        self.idle_timeout = idle_timeout
+
+
+class SessionError(ManagedAgentsError):
+    """The session loop cannot continue."""
+
+
+class SessionTimeoutError(SessionError, TimeoutError):
+    """``Session.run(timeout=...)`` expired; the in-flight stream was closed first."""
+
+    def __init__(self, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class UnresolvedRequiresActionError(SessionError):
+    """The provider asked for tool results, but no unanswered tool call could be found.
+
+    Sending an empty result list is rejected by the provider, so the session stops here.
+    """
+
+    def __init__(self, stop_reason: Any, *, session_id: str | None = None) -> None:
+        self.stop_reason = stop_reason
+        self.session_id = session_id
+        super().__init__(
+            f"session {session_id} requires action but no unanswered tool use was found "
+            f"(stop_reason={stop_reason!r})"
+        )
+
+
+class ProvisioningError(ManagedAgentsError):
+    """Creating, finding or cleaning up provider resources failed."""
+
+
+class EnvironmentArchivedError(ProvisioningError):
+    """An environment with this content-addressed name exists but is archived."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"environment {name!r} exists but is archived; change the spec or the base name"
+        )
+
+
+class EnvironmentNameConflictError(ProvisioningError):
+    """Creating the environment conflicted (409) but no environment of that name is listed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"environment name {name!r} conflicts but is not listed")
+
+
+class UnknownTagError(ProvisioningError, KeyError):
+    """``resolve("base:tag")`` found no such tag (it never falls back to another version)."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        super().__init__(f"unknown tag {ref!r}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PartialPruneError(ProvisioningError):
+    """Pruning archived some environments, then failed on ``failed_name``."""
+
+    def __init__(self, archived: Sequence[str], failed_name: str, cause: BaseException) -> None:
+        self.archived = tuple(archived)
+        self.failed_name = failed_name
+        self.cause = cause
+        super().__init__(
+            f"pruning stopped at {failed_name!r} after archiving {len(self.archived)}: {cause}"
+        )

@@ -1,0 +1,70 @@
+"""A distinctive fake credential must never surface anywhere a user or a log could see it."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from typing import Any
+
+import pytest
+
+from req_managed_agents import APIError, ConfigurationError, telemetry
+from req_managed_agents._redact import MASK, Secret, get_logger, redact, redact_value
+
+CANARY = "sk-ant-api03-CANARY-5f0e1d2c3b4a59687766554433221100"
+
+
+def test_secret_repr_and_str_never_show_the_value() -> None:
+    secret = Secret(CANARY)
+    assert CANARY not in repr(secret)
+    assert CANARY not in str(secret)
+    assert CANARY not in f"{secret!r} {secret}"
+    assert secret.reveal() == CANARY
+
+
+def test_secret_refuses_to_be_pickled() -> None:
+    with pytest.raises(TypeError):
+        pickle.dumps(Secret(CANARY))
+
+
+def test_registered_secrets_are_masked_in_any_text() -> None:
+    Secret("unusual-credential-value-42")
+    assert redact("token=unusual-credential-value-42;") == f"token={MASK};"
+
+
+def test_key_shaped_text_is_masked_even_if_never_registered() -> None:
+    text = "key sk-ant-api03-neverseen00000 and AKIAABCDEFGHIJKLMNOP here"
+    assert redact(text) == f"key {MASK} and {MASK} here"
+
+
+def test_error_messages_are_redacted() -> None:
+    Secret(CANARY)
+    error = APIError(401, "authentication_error", f"invalid x-api-key {CANARY}", "req_1")
+    assert CANARY not in str(error)
+    assert CANARY not in repr(error)
+    assert CANARY not in error.message
+    assert CANARY not in str(ConfigurationError(f"bad key {CANARY}"))
+
+
+def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
+    Secret(CANARY)
+    logger = get_logger("req_managed_agents.test")
+    with caplog.at_level(logging.DEBUG, logger="req_managed_agents.test"):
+        logger.warning("request failed with key %s", CANARY)
+    assert caplog.records
+    assert CANARY not in caplog.text
+
+
+def test_telemetry_metadata_is_redacted() -> None:
+    Secret(CANARY)
+    seen: list[dict[str, Any]] = []
+    with telemetry.attach(lambda n, m, md: seen.append(md)):
+        telemetry.emit("request.start", {}, {"url": f"https://x/?k={CANARY}", "nested": [CANARY]})
+    assert seen
+    assert CANARY not in repr(seen)
+
+
+def test_redact_value_walks_json_like_values() -> None:
+    Secret(CANARY)
+    cleaned = redact_value({"a": [CANARY, 1, {"b": (CANARY,)}]})
+    assert cleaned == {"a": [MASK, 1, {"b": (MASK,)}]}
