@@ -1,0 +1,85 @@
+"""Local emulators of the provider APIs, for testing code that uses this SDK.
+
+:class:`ClaudeEmulator` is a Claude Managed Agents API served over real HTTP on
+``127.0.0.1`` (a free port), whose agents play scripts instead of calling a model. Point the
+SDK (or any HTTP client) at ``emulator.base_url`` with ``emulator.api_key`` and it behaves like
+the service: agents, environments, bare session creation, sending events, paged history and
+a long-lived SSE stream with heartbeats and no replay. Because it is a real server, streaming,
+reconnects and timeouts are exercised over real sockets, and faults can be injected while a
+session runs. It needs only the standard library.
+
+A script is a sequence of :class:`Turn` objects, played one per input over the life of a
+session: each ``user.message``, or each complete set of results for the previous turn's
+custom tool calls, plays the next turn; when the script runs out, the agent answers
+``(script finished)``. A turn's text may be a function of the texts that triggered it::
+
+    from req_managed_agents import Tools, run_to_completion
+    from req_managed_agents.providers import ClaudeManagedAgents
+    from req_managed_agents.testing import ClaudeEmulator, Turn, call
+
+    tools = Tools()
+
+    @tools.tool
+    def get_weather(city: str) -> str:
+        '''The current weather in a city.'''
+        return "sunny"
+
+    def test_the_agent_reports_the_weather():
+        script = [
+            Turn(tool_calls=[call("get_weather", city="Paris")]),
+            Turn(text=lambda results: f"It is {results[0]} in Paris."),
+        ]
+        with ClaudeEmulator(script) as emulator:
+            agent_id = emulator.add_agent()
+            environment_id = emulator.add_environment()
+            with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider:
+                result = run_to_completion(
+                    provider, "Weather?", handler=tools,
+                    agent_id=agent_id, environment_id=environment_id,
+                )
+            assert result.text == "It is sunny in Paris."
+            assert emulator.events(result.session_id)[0]["type"] == "user.message"
+
+Other HTTP clients must send what the real API requires: ``x-api-key: <emulator.api_key>`` (or
+``authorization: Bearer <key>``), an ``anthropic-version`` header and ``anthropic-beta:
+managed-agents-2026-04-01``. Each turn logs, in order: ``session.status_running``,
+``span.model_request_start``, ``agent.message`` (when there is text), ``agent.tool_use`` and
+``agent.tool_result`` per server tool call, ``span.model_request_end``, one
+``agent.custom_tool_use`` per tool call, ``session.usage`` and ``session.status_idle`` (or the
+terminated/error ending). Options: ``ping_interval`` (seconds of silence before a heartbeat),
+``heartbeat="comment"|"event"`` (``: ping`` line or ``event: ping`` frame), ``sse_ids=True``
+(``id:`` lines on frames) and ``unique_names=True`` (a taken agent or environment name is a 409).
+
+With pytest, the ``claude_emulator`` fixture (from ``req_managed_agents.testing.pytest_plugin``)
+yields a fresh ``ClaudeEmulator()`` per test and closes it afterwards.
+
+Faults, usable at any time (also while a session runs):
+
+* ``fail_requests(method, path_regex, status, times=1, retry_after=None, error_type=None)``
+  answers the next matching requests with an API error (and a ``retry-after`` header);
+* ``drop_stream(at_event, session_id=None, times=1)`` cuts the stream connection that is about
+  to send the event at that 0-based position of the session log (echoed user events count);
+* ``stall_stream(at_event, seconds, session_id=None)`` makes that connection go silent, pings
+  included, for ``seconds`` and then close;
+* ``duplicate_stream_events()`` writes every event twice on the streams;
+* ``terminate_session(session_id)`` fails the session as the service would.
+
+For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_id)`` (the
+log), ``session_ids()``, ``stream_connections(session_id)`` (:class:`StreamConnection`
+snapshots), ``open_stream_count(session_id)`` and ``wait_until(predicate, timeout)``.
+``close()`` (or leaving the ``with`` block) ends open streams and joins the emulator's threads.
+"""
+
+from __future__ import annotations
+
+from req_managed_agents.testing._claude import ClaudeEmulator, ToolCall, Turn, call
+from req_managed_agents.testing._server import RecordedRequest, StreamConnection
+
+__all__ = [
+    "ClaudeEmulator",
+    "RecordedRequest",
+    "StreamConnection",
+    "ToolCall",
+    "Turn",
+    "call",
+]

@@ -1,0 +1,599 @@
+"""Provider-neutral loopback HTTP server that the emulators in this package are built on.
+
+The emulators serve real HTTP on ``127.0.0.1`` (the OS picks the port) so that clients are
+tested over true sockets: keep-alive, chunked bodies, a connection that ends mid-body or goes
+silent all behave as they do on the network, which no mock of ``requests`` can reproduce.
+
+This module owns everything that is not about one provider's API:
+
+* :class:`LoopbackEmulator` — starts serving on construction; records every request; injects
+  faults; waits for conditions; :meth:`~LoopbackEmulator.close` is idempotent, ends open
+  streams and joins every thread it started (with a bound, so a wedged thread cannot hang a
+  test run);
+* :class:`Exchange` — one request and the two ways to answer it: a sized JSON body on a
+  keep-alive connection, or a :class:`ChunkedStream` whose chunks are written by hand so that
+  faults can cut it anywhere;
+* the fault registries: failing requests with an HTTP error, and dropping, stalling or
+  duplicating the events of a stream.
+
+A subclass provides its API in :meth:`~LoopbackEmulator._handle` and its error format in
+:meth:`~LoopbackEmulator._answer_fault`. Streams belong to a *scope* (for example a session
+id) so that stream faults and observations can target one of several concurrent streams.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import select
+import socket
+import socketserver
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Callable
+
+__all__ = [
+    "ChunkedStream",
+    "Exchange",
+    "LoopbackEmulator",
+    "RecordedRequest",
+    "RequestFault",
+    "StreamConnection",
+]
+
+logger = logging.getLogger(__name__)
+
+# How long close() waits, in total, for the threads it started to finish.
+_JOIN_TIMEOUT = 5.0
+# How often serve_forever checks for shutdown; close() waits up to this long for it.
+_ACCEPT_POLL_INTERVAL = 0.05
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the emulator received it, kept for assertions.
+
+    ``headers`` has lower-case names (repeated headers joined with commas); ``body`` is the
+    decoded JSON when the body parses as JSON, the raw bytes otherwise, and None when empty.
+    ``received_at`` is the :func:`time.monotonic` time its head arrived (to measure backoff).
+    """
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    received_at: float
+
+
+@dataclass(frozen=True)
+class StreamConnection:
+    """A snapshot of one streaming response.
+
+    Times are :func:`time.monotonic` seconds. ``events_sent`` counts event frames written,
+    duplicates included, heartbeats excluded. ``end`` says why the connection closed:
+    ``"finished"``, ``"client_closed"``, ``"dropped"``, ``"stalled"``, ``"emulator_closed"``
+    or a reason the emulator chose (None while open).
+    """
+
+    scope: str
+    opened_at: float
+    closed_at: float | None
+    events_sent: int
+    end: str | None
+
+
+@dataclass(frozen=True)
+class RequestFault:
+    """An HTTP error to answer instead of the normal response (see ``fail_requests``)."""
+
+    status: int
+    error_type: str | None = None
+    retry_after: str | None = None
+    message: str = "injected failure"
+
+
+class _RequestFaultRule:
+    def __init__(self, method: str, path_regex: str, fault: RequestFault, times: int) -> None:
+        self.method = method.upper()
+        self.path = re.compile(path_regex)
+        self.fault = fault
+        self.remaining = times
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in ("*", method) and self.path.fullmatch(path) is not None
+
+
+class _StreamFaultRule:
+    def __init__(self, scope: str | None, position: int, times: int, seconds: float) -> None:
+        self.scope = scope
+        self.position = position
+        self.remaining = times
+        self.seconds = seconds
+
+    def matches(self, scope: str, position: int) -> bool:
+        return self.position == position and self.scope in (None, scope)
+
+
+_Rule = TypeVar("_Rule", _RequestFaultRule, _StreamFaultRule)
+
+
+def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
+    """Use up one shot of the first rule matching ``key``; return it, or None."""
+    for rule in rules:
+        if rule.matches(*key):
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                rules.remove(rule)
+            return rule
+    return None
+
+
+class _StreamRecord:
+    """Mutable state behind a :class:`StreamConnection`; changed under the emulator's lock."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self.opened_at = time.monotonic()
+        self.closed_at: float | None = None
+        self.events_sent = 0
+        self.end: str | None = None
+
+    def snapshot(self) -> StreamConnection:
+        return StreamConnection(
+            self.scope, self.opened_at, self.closed_at, self.events_sent, self.end
+        )
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    """Parses HTTP/1.1 (keep-alive by default) and hands every request to the emulator."""
+
+    protocol_version = "HTTP/1.1"
+    # Head and body go out in separate writes; with Nagle on, the body waits for the
+    # client's delayed ACK (~40 ms per response on keep-alive connections).
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def _dispatch(self) -> None:
+        self.server.emulator._serve(self)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s - " + format, self.address_string(), *args)
+
+
+class _Server(HTTPServer):
+    """An HTTP server whose connection threads the emulator tracks, so close() can end them."""
+
+    def __init__(self, emulator: LoopbackEmulator) -> None:
+        self.emulator = emulator
+        super().__init__(("127.0.0.1", 0), _RequestHandler)
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind resolves the host's FQDN, which can stall on a slow resolver.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = "127.0.0.1"
+        self.server_port = self.socket.getsockname()[1]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.emulator._start_thread(
+            "connection", self._serve_connection, request, client_address, connection=request
+        )
+
+    def _serve_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):  # the client went away, or close() cut the socket
+            logger.debug("connection from %s ended: %r", client_address, error)
+        else:
+            logger.exception("emulator connection from %s failed", client_address)
+
+
+def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    if "chunked" in handler.headers.get("transfer-encoding", "").lower():
+        parts: list[bytes] = []
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                while handler.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # skip trailers
+                return b"".join(parts)
+            parts.append(handler.rfile.read(size))
+            handler.rfile.readline()
+    length = int(handler.headers.get("content-length") or 0)
+    return handler.rfile.read(length) if length else b""
+
+
+def _decode_body(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+class Exchange:
+    """One request being served, and the means to answer it exactly once."""
+
+    def __init__(
+        self, emulator: LoopbackEmulator, handler: BaseHTTPRequestHandler, request: RecordedRequest
+    ) -> None:
+        self._emulator = emulator
+        self._handler = handler
+        self.request = request
+        self.responded = False
+        self.stream: ChunkedStream | None = None
+
+    def respond(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
+        """Send a complete response with a content-length, leaving the connection reusable."""
+        self.responded = True
+        handler = self._handler
+        handler.send_response(status)
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    def respond_json(self, status: int, payload: Any, headers: Mapping[str, str]) -> None:
+        body = json.dumps(payload).encode()
+        self.respond(status, body, {**headers, "Content-Type": "application/json"})
+
+    def open_stream(
+        self, scope: str, content_type: str, headers: Mapping[str, str]
+    ) -> ChunkedStream:
+        """Send the head of a chunked 200 response; the body is written through the stream."""
+        self.responded = True
+        handler = self._handler
+        handler.close_connection = True  # a stream never hands its connection back
+        # Registered first, so the stream counts as open once the client sees the head.
+        self.stream = ChunkedStream(self._emulator, handler.connection, scope)
+        try:
+            handler.send_response(200)
+            for name, value in headers.items():
+                handler.send_header(name, value)
+            handler.send_header("Content-Type", content_type)
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+        except OSError:
+            self.stream.abort("client_closed")
+            raise
+        return self.stream
+
+
+class ChunkedStream:
+    """The body of a streaming response, written one chunk at a time.
+
+    Every method that writes returns False once the connection is over, whoever ended it;
+    the caller then simply stops. The reason is recorded for :class:`StreamConnection`.
+    """
+
+    def __init__(self, emulator: LoopbackEmulator, connection: socket.socket, scope: str) -> None:
+        self._emulator = emulator
+        self._socket = connection
+        self._record = emulator._register_stream(scope)
+
+    @property
+    def scope(self) -> str:
+        return self._record.scope
+
+    def write(self, data: bytes) -> bool:
+        """Write ``data`` as one chunk; False when the connection is already over."""
+        if self._record.end is not None:
+            return False
+        try:
+            self._socket.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+        except OSError:
+            self._ended("client_closed", abrupt=True)
+            return False
+        return True
+
+    def send_event(self, frame: bytes, position: int) -> bool:
+        """Write the frame of the event at ``position`` in its scope, applying stream faults."""
+        faults = self._emulator._take_stream_faults(self.scope, position)
+        if faults.stall_seconds is not None:
+            self._emulator._sleep(faults.stall_seconds)
+            self._ended("stalled", abrupt=True)
+            return False
+        if faults.drop:
+            self._ended("dropped", abrupt=True)
+            return False
+        for _ in range(2 if faults.duplicate else 1):
+            # Counted before the write, so a client that has read the frame sees it counted.
+            self._emulator._count_event(self._record, 1)
+            if not self.write(frame):
+                self._emulator._count_event(self._record, -1)
+                return False
+        return True
+
+    def client_gone(self) -> bool:
+        """Whether the client has closed its end (checked without consuming anything)."""
+        try:
+            readable, _, _ = select.select([self._socket], [], [], 0)
+            return bool(readable) and self._socket.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def finish(self, end: str = "finished") -> None:
+        """End the body properly, with the terminating zero-length chunk."""
+        if self._record.end is None:
+            self._ended(end, abrupt=False)
+            with contextlib.suppress(OSError):  # the client left first; it has ended anyway
+                self._socket.sendall(b"0\r\n\r\n")
+
+    def abort(self, end: str) -> None:
+        """Cut the connection mid-body: the client sees the body end without its last chunk."""
+        self._ended(end, abrupt=True)
+
+    def _ended(self, end: str, *, abrupt: bool) -> None:
+        # Recorded before the client can notice, so a test that saw the end also sees why.
+        self._emulator._close_stream(self._record, end)
+        if abrupt:
+            with contextlib.suppress(OSError):  # already gone
+                self._socket.shutdown(socket.SHUT_RDWR)
+
+
+@dataclass(frozen=True)
+class _StreamFaults:
+    stall_seconds: float | None
+    drop: bool
+    duplicate: bool
+
+
+class LoopbackEmulator:
+    """Base of the emulators: a threaded HTTP server on 127.0.0.1 plus its observability.
+
+    Subclasses set up their state, call ``super().__init__()``, then :meth:`_start`.
+    """
+
+    def __init__(self) -> None:
+        # One lock guards all state; waiting on it wakes on every change (see wait_until).
+        self._condition = threading.Condition()
+        self._stopping = False
+        self._requests: list[RecordedRequest] = []
+        self._request_faults: list[_RequestFaultRule] = []
+        self._drop_faults: list[_StreamFaultRule] = []
+        self._stall_faults: list[_StreamFaultRule] = []
+        self._duplicate_events = False
+        self._streams: list[_StreamRecord] = []
+        self._threads: dict[threading.Thread, socket.socket | None] = {}
+        self._server = _Server(self)
+        self._serve_thread: threading.Thread | None = None
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+
+    def _start(self) -> None:
+        self._serve_thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": _ACCEPT_POLL_INTERVAL},
+            name=f"{type(self).__name__}-accept",
+            daemon=True,
+        )
+        self._serve_thread.start()
+
+    def __repr__(self) -> str:
+        state = " closed" if self._stopping else ""
+        return f"<{type(self).__name__} {self.base_url}{state}>"
+
+    def __enter__(self) -> LoopbackEmulator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- subclass hooks ------------------------------------------------------------------
+
+    def _handle(self, exchange: Exchange) -> None:
+        raise NotImplementedError
+
+    def _answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
+        raise NotImplementedError
+
+    # --- observation ---------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a snapshot)."""
+        with self._condition:
+            return list(self._requests)
+
+    def wait_until(self, predicate: Callable[[], object], timeout: float = 5.0) -> bool:
+        """Wait until ``predicate()`` is true; False if ``timeout`` seconds pass first.
+
+        Rechecked on every change inside the emulator and at least every 50 ms. The predicate
+        runs without the emulator's lock held, so it may call any method of the emulator.
+        """
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._condition:
+                self._condition.wait(min(remaining, 0.05))
+        return True
+
+    def _stream_connections(self, scope: str | None) -> list[StreamConnection]:
+        with self._condition:
+            return [r.snapshot() for r in self._streams if scope in (None, r.scope)]
+
+    # --- faults --------------------------------------------------------------------------
+
+    def fail_requests(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: float | str | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        """Answer the next ``times`` matching requests with an HTTP error instead.
+
+        ``method`` is an HTTP method or ``"*"``; ``path_regex`` must match the whole path
+        (query excluded). ``retry_after`` adds a ``retry-after`` header; ``error_type``
+        overrides the error type the status implies. Rules apply in the order added.
+        """
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        if isinstance(retry_after, (int, float)):
+            retry_after = f"{retry_after:g}"
+        fault = RequestFault(status, error_type, retry_after)
+        with self._condition:
+            self._request_faults.append(_RequestFaultRule(method, path_regex, fault, times))
+
+    def _add_drop(self, scope: str | None, position: int, times: int) -> None:
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        with self._condition:
+            self._drop_faults.append(_StreamFaultRule(scope, position, times, 0.0))
+
+    def _add_stall(self, scope: str | None, position: int, seconds: float) -> None:
+        with self._condition:
+            self._stall_faults.append(_StreamFaultRule(scope, position, 1, seconds))
+
+    def _set_duplicate_events(self, enabled: bool) -> None:
+        with self._condition:
+            self._duplicate_events = enabled
+
+    def _take_stream_faults(self, scope: str, position: int) -> _StreamFaults:
+        with self._condition:
+            stall = _take(self._stall_faults, scope, position)
+            drop = stall is None and _take(self._drop_faults, scope, position) is not None
+            return _StreamFaults(
+                None if stall is None else stall.seconds, drop, self._duplicate_events
+            )
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop serving, cut every open connection and join the threads (bounded wait).
+
+        Safe to call more than once and from any thread.
+        """
+        with self._condition:
+            if self._stopping:
+                return
+            self._stopping = True
+            self._condition.notify_all()
+        if self._serve_thread is not None:
+            self._server.shutdown()
+        self._server.server_close()
+        with self._condition:
+            threads = dict(self._threads)
+        for connection in threads.values():
+            if connection is not None:
+                with contextlib.suppress(OSError):  # the client closed it already
+                    connection.shutdown(socket.SHUT_RDWR)
+        deadline = time.monotonic() + _JOIN_TIMEOUT
+        for thread in [self._serve_thread, *threads]:
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _start_thread(
+        self,
+        role: str,
+        target: Callable[..., None],
+        *args: Any,
+        connection: socket.socket | None = None,
+    ) -> None:
+        """Run ``target`` on a daemon thread that close() ends (by cutting ``connection``)."""
+        thread = threading.Thread(
+            target=self._run_tracked,
+            args=(target, args),
+            name=f"{type(self).__name__}-{role}",
+            daemon=True,
+        )
+        with self._condition:
+            if self._stopping:
+                if connection is not None:
+                    connection.close()
+                return
+            self._threads[thread] = connection
+        thread.start()
+
+    def _run_tracked(self, target: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            target(*args)
+        finally:
+            with self._condition:
+                self._threads.pop(threading.current_thread(), None)
+                self._condition.notify_all()
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake as soon as the emulator closes."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._stopping, timeout=seconds)
+
+    # --- serving -------------------------------------------------------------------------
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        received_at = time.monotonic()
+        url = urlsplit(handler.path)
+        headers: dict[str, str] = {}
+        for name, value in handler.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+        request = RecordedRequest(
+            method=handler.command,
+            path=url.path,
+            query=parse_qs(url.query, keep_blank_values=True),
+            headers=headers,
+            body=_decode_body(_read_body(handler)),
+            received_at=received_at,
+        )
+        with self._condition:
+            self._requests.append(request)
+            self._condition.notify_all()
+            rule = _take(self._request_faults, request.method, request.path)
+        exchange = Exchange(self, handler, request)
+        try:
+            if rule is not None:
+                self._answer_fault(exchange, rule.fault)
+            else:
+                self._handle(exchange)
+        except OSError:
+            raise  # the connection failed; the server logs and closes it
+        except Exception as error:
+            logger.exception("emulator failed on %s %s", request.method, request.path)
+            if exchange.stream is not None:
+                exchange.stream.abort("emulator_error")
+            elif not exchange.responded:
+                self._answer_fault(exchange, RequestFault(500, message=f"emulator bug: {error!r}"))
+
+    def _register_stream(self, scope: str) -> _StreamRecord:
+        record = _StreamRecord(scope)
+        with self._condition:
+            self._streams.append(record)
+            self._condition.notify_all()
+        return record
+
+    def _count_event(self, record: _StreamRecord, change: int) -> None:
+        with self._condition:
+            record.events_sent += change
+            self._condition.notify_all()
+
+    def _close_stream(self, record: _StreamRecord, end: str) -> None:
+        with self._condition:
+            if record.end is None:
+                record.end = "emulator_closed" if self._stopping else end
+                record.closed_at = time.monotonic()
+                self._condition.notify_all()

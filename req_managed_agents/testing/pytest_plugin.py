@@ -1,0 +1,23 @@
+"""Pytest plugin providing the ``claude_emulator`` fixture.
+
+Registered as a ``pytest11`` entry point, so installing the SDK makes the fixture available
+to every test suite without a conftest import.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from req_managed_agents.testing import ClaudeEmulator
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture
+def claude_emulator() -> Iterator[ClaudeEmulator]:
+    """A started :class:`ClaudeEmulator` with default settings, closed after the test."""
+    with ClaudeEmulator() as emulator:
+        yield emulator
