@@ -11,7 +11,7 @@ req_managed_agents`` stays cheap in scripts, notebooks and web workers.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from req_managed_agents._handler import EventHandler, Handler, ToolContext
 from req_managed_agents._tools import Tool, Tools
@@ -52,15 +52,25 @@ from req_managed_agents.errors import (
     UnresolvedRequiresActionError,
 )
 
+if TYPE_CHECKING:
+    from req_managed_agents._session import Session, TurnGuard, run_to_completion
+    from req_managed_agents.providers import ClaudeManagedAgents
+
 # Public name -> module that defines it, imported on first attribute access (these pull in
 # ``requests`` and the drivers, which an import of the package alone should not pay for).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "ClaudeManagedAgents": "req_managed_agents.providers",
+    "Session": "req_managed_agents._session",
+    "TurnGuard": "req_managed_agents._session",
+    "run_to_completion": "req_managed_agents._session",
+}
 
 __all__ = [
     "APIError",
     "Artifact",
     "AuthenticationError",
     "BadRequestError",
+    "ClaudeManagedAgents",
     "ConfigurationError",
     "ConflictError",
     "EnvironmentArchivedError",
@@ -77,6 +87,7 @@ __all__ = [
     "ProvisioningError",
     "RateLimitError",
     "ServerError",
+    "Session",
     "SessionError",
     "SessionInfo",
     "SessionResult",
@@ -89,11 +100,13 @@ __all__ = [
     "ToolUse",
     "Tools",
     "TransportError",
+    "TurnGuard",
     "TurnResult",
     "UnknownTagError",
     "UnresolvedRequiresActionError",
     "Usage",
     "__version__",
+    "run_to_completion",
 ]
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from req_managed_agents._version import __version__
+from req_managed_agents.errors import ManagedAgentsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,7 +17,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Drive managed agent sessions whose custom tools run on this machine.",
     )
     parser.add_argument("--version", action="version", version=f"rma {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
+        description="Run one agent session that calls a local tool, streaming the agent's text.",
+    )
+    from req_managed_agents._demo import add_arguments
+
+    add_arguments(demo)
     return parser
 
 
@@ -27,7 +36,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return 0
+    try:
+        return _run_command(args)
+    except ManagedAgentsError as exc:
+        print(f"rma: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from req_managed_agents._demo import run_demo
+
+        return run_demo(args)
+    raise AssertionError(f"unhandled command {args.command!r}")
 
 
 if __name__ == "__main__":

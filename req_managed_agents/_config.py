@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 def setting(explicit: T | None, env_var: str | None, default: T, convert: Callable[[str], T]) -> T:
     """Resolve one setting; ``convert`` parses the environment variable's text."""
-    if explicit is not None and explicit != "":
+    if explicit is not None and not (isinstance(explicit, str) and not explicit.strip()):
         return explicit
     raw = os.environ.get(env_var, "").strip() if env_var else ""
     if not raw:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from req_managed_agents._redact import redact
+from req_managed_agents._redact import redact, redact_value
 
 __all__ = [
     "APIError",
@@ -107,7 +107,7 @@ class APIError(ManagedAgentsError):
         self.status_code = status_code
         self.error_type = error_type
         self.request_id = request_id
-        self.body = body
+        self.body = redact_value(body)
         detail = f"HTTP {status_code}"
         if error_type:
             detail += f" {error_type}"

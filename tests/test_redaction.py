@@ -68,3 +68,27 @@ def test_redact_value_walks_json_like_values() -> None:
     Secret(CANARY)
     cleaned = redact_value({"a": [CANARY, 1, {"b": (CANARY,)}]})
     assert cleaned == {"a": [MASK, 1, {"b": (MASK,)}]}
+
+
+def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixture) -> None:
+    from req_managed_agents import AuthenticationError, Tools, run_to_completion
+    from req_managed_agents.providers import ClaudeManagedAgents
+    from req_managed_agents.testing import ClaudeEmulator
+
+    seen: list[Any] = []
+    with (
+        ClaudeEmulator() as emulator,
+        ClaudeManagedAgents(CANARY, base_url=emulator.base_url, timeout=5) as provider,
+        telemetry.attach(lambda n, m, md: seen.append((n, m, md))),
+        caplog.at_level(logging.DEBUG),
+    ):
+        texts = [repr(provider), str(provider), repr(provider.client), repr(vars(provider.client))]
+        with pytest.raises(AuthenticationError) as caught:
+            run_to_completion(
+                provider, "hi", handler=Tools(), agent_id="a", environment_id="e", timeout=10
+            )
+        texts += [str(caught.value), repr(caught.value), repr(caught.value.body)]
+    assert seen, "telemetry was emitted"
+    assert caplog.records, "something was logged"
+    for text in [*texts, caplog.text, repr(seen)]:
+        assert CANARY not in text

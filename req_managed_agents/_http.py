@@ -1,0 +1,240 @@
+"""The HTTP layer every provider shares: one pooled ``requests.Session``, timeouts on every
+call, the retry policy, error mapping and request telemetry.
+
+Providers plug in what differs: how to read an error body and how to authenticate a prepared
+request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from http.cookiejar import DefaultCookiePolicy
+from typing import Any
+
+import requests
+import urllib3.exceptions
+
+from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger, redact
+from req_managed_agents._retry import RetryPolicy, parse_retry_after
+from req_managed_agents.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    IdleTimeoutError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    StreamError,
+    TransportError,
+)
+
+__all__ = ["HttpClient", "api_error", "read_chunks", "shutdown_response"]
+
+_log = get_logger(__name__)
+
+# A connect timeout longer than this only delays the inevitable on a dead host.
+_MAX_CONNECT_TIMEOUT = 10.0
+_STREAM_READ_SIZE = 64 * 1024
+
+ErrorParser = Callable[[requests.Response], APIError]
+Authenticator = Callable[[requests.PreparedRequest], None]
+
+
+def api_error(
+    status: int,
+    error_type: str | None,
+    message: str,
+    request_id: str | None,
+    *,
+    body: Any = None,
+    retry_after: float | None = None,
+) -> APIError:
+    """The :class:`APIError` subclass that names what an HTTP status means."""
+    if status == 429:
+        return RateLimitError(
+            status, error_type, message, request_id, body=body, retry_after=retry_after
+        )
+    error_class: type[APIError]
+    if status in (400, 413, 422):
+        error_class = BadRequestError
+    elif status in (401, 403):
+        error_class = AuthenticationError
+    elif status == 404:
+        error_class = NotFoundError
+    elif status == 409:
+        error_class = ConflictError
+    elif status >= 500:
+        error_class = ServerError
+    else:
+        error_class = APIError
+    return error_class(status, error_type, message, request_id, body=body)
+
+
+def _proves_not_sent(exc: requests.RequestException) -> bool:
+    """A connection that never opened cannot have delivered the request."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    reason = exc.args[0] if exc.args else None
+    inner = getattr(reason, "reason", reason)
+    return isinstance(inner, urllib3.exceptions.NewConnectionError)
+
+
+class HttpClient:
+    """A base URL plus the policies for talking to it; safe to share between threads.
+
+    Cookies are refused so that the shared ``requests.Session`` holds no per-request state.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float,
+        retry: RetryPolicy,
+        parse_error: ErrorParser,
+        authenticate: Authenticator,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retry = retry
+        self._parse_error = parse_error
+        self._authenticate = authenticate
+        self._owns_session = session is None
+        self.session = session if session is not None else requests.Session()
+        self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+
+    def close(self) -> None:
+        """Release pooled connections (only when this client created the session)."""
+        if self._owns_session:
+            self.session.close()
+
+    def timeouts(self, read: float | None = None) -> tuple[float, float]:
+        """``(connect, read)`` seconds for one request; ``read`` bounds each socket read."""
+        read_timeout = self.timeout if read is None else read
+        return (min(_MAX_CONNECT_TIMEOUT, self.timeout), read_timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: bytes | None = None,
+        files: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        stream: bool = False,
+        read_timeout: float | None = None,
+        cancelled: threading.Event | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> requests.Response:
+        """Send one request, retrying per the policy; return a 2xx response or raise.
+
+        Raises :class:`APIError` subclasses for error statuses and :class:`TransportError`
+        when no response arrived. A retry wait ends early when ``cancelled`` is set.
+        """
+        url = self.base_url + path
+        request = requests.Request(
+            method, url, params=params, json=json, data=data, files=files, headers=headers
+        )
+        attempt = 0
+        while True:
+            prepared = self.session.prepare_request(request)
+            self._authenticate(prepared)
+            meta = {
+                "method": method,
+                "path": path,
+                "attempt": attempt,
+                **(telemetry_metadata or {}),
+            }
+            retry_after: float | None = None
+            with telemetry.span("request", meta) as outcome:
+                try:
+                    response = self.session.send(
+                        prepared,
+                        stream=stream,
+                        timeout=self.timeouts(read_timeout),
+                        allow_redirects=False,
+                    )
+                except requests.RequestException as exc:
+                    error = TransportError(f"{method} {path} failed: {redact(str(exc))}")
+                    outcome["status"] = None
+                    if not self._may_retry_transport(exc, idempotent, attempt):
+                        raise error from exc
+                    _log.info("retrying %s %s after transport error: %s", method, path, error)
+                else:
+                    outcome["status"] = response.status_code
+                    if response.status_code < 300:
+                        return response
+                    error_obj = self._parse_error(response)
+                    response.close()
+                    retry_after = parse_retry_after(response.headers)
+                    if not self._may_retry_status(error_obj, idempotent, attempt, retry_after):
+                        raise error_obj
+                    _log.info("retrying %s %s after %s", method, path, error_obj)
+            delay = self.retry.delay(attempt, retry_after)
+            if cancelled is not None:
+                if cancelled.wait(delay):
+                    raise TransportError(f"{method} {path} cancelled while waiting to retry")
+            else:
+                time.sleep(delay)
+            attempt += 1
+
+    def _may_retry_transport(
+        self, exc: requests.RequestException, idempotent: bool, attempt: int
+    ) -> bool:
+        if attempt >= self.retry.max_retries:
+            return False
+        return idempotent or _proves_not_sent(exc)
+
+    def _may_retry_status(
+        self, error: APIError, idempotent: bool, attempt: int, retry_after: float | None
+    ) -> bool:
+        if attempt >= self.retry.max_retries:
+            return False
+        if retry_after is not None and retry_after > self.retry.max_retry_after:
+            return False
+        if error.error_type in self.retry.never_retry_error_types:
+            return False
+        return self.retry.should_retry_status(error.status_code, idempotent=idempotent)
+
+
+def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[bytes]:
+    """Yield body bytes as soon as each piece arrives.
+
+    ``read1`` returns whatever the socket has (``iter_content`` would wait for a full
+    buffer and stall a slow stream). The socket's read timeout, set to ``idle_timeout`` when
+    the request was sent, bounds the wait for each piece, which is exactly an inter-chunk
+    idle timeout.
+    """
+    raw = response.raw
+    try:
+        while True:
+            chunk = raw.read1(_STREAM_READ_SIZE)
+            if not chunk:
+                return
+            yield chunk
+    except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
+        raise IdleTimeoutError(
+            f"no data for {idle_timeout:g} s on {response.request.path_url.split('?')[0]}",
+            idle_timeout=idle_timeout,
+        ) from exc
+    except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+        raise StreamError(f"stream broke: {redact(str(exc)) or type(exc).__name__}") from exc
+
+
+def shutdown_response(response: requests.Response) -> None:
+    """Close a streaming response from any thread, waking a reader blocked on it.
+
+    Closing a socket does not wake a thread blocked in ``recv``; shutting it down does.
+    """
+    with contextlib.suppress(AttributeError, RuntimeError, ValueError, OSError):
+        response.raw.shutdown()
+    response.close()

@@ -1,0 +1,76 @@
+"""Retry and backoff policy as data.
+
+What may be retried depends on whether a duplicate could do harm:
+
+* an **idempotent** request (GET, DELETE, archive) is retried on connection failures, read
+  timeouts and the retryable statuses;
+* a **non-idempotent** request (a create, a posted message) is retried only when the failure
+  proves the server did not act on it: the connection was never established, or the server
+  refused it up front (429 rate limit, 503/529 overloaded).
+
+Waits grow exponentially with jitter up to a cap; a server's ``retry-after`` wins when given,
+and a ``retry-after`` longer than :attr:`RetryPolicy.max_retry_after` is not waited out.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+
+__all__ = ["RetryPolicy", "parse_retry_after"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry one HTTP request."""
+
+    max_retries: int = 2
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    jitter: float = 0.25
+    max_retry_after: float = 60.0
+    retry_statuses: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
+    # Statuses that mean "refused before doing anything", safe to retry for any request.
+    refused_statuses: frozenset[int] = frozenset({429, 503, 529})
+    # Provider error codes that no amount of waiting fixes (a monthly spend cap, say).
+    never_retry_error_types: frozenset[str] = frozenset({"enforced_spend_limit_reached"})
+
+    def should_retry_status(self, status: int, *, idempotent: bool) -> bool:
+        """Whether an error status is worth another attempt for this kind of request."""
+        if idempotent:
+            return status in self.retry_statuses
+        return status in self.refused_statuses
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based)."""
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        base = min(self.backoff_cap, self.backoff_base * 2.0**attempt)
+        return base * (1 - self.jitter * random.random())
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """The server's requested wait in seconds (``retry-after-ms``, then ``retry-after``)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())

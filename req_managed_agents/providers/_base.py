@@ -1,0 +1,90 @@
+"""The seam between the drivers and a provider.
+
+A provider turns a provider session into a :class:`Conversation`: blocking calls that take
+a prompt or tool results and return the next :class:`~req_managed_agents.TurnResult`. How
+the turn travels (a long-lived SSE stream, one streamed request per turn) stays inside the
+provider; the drivers only see turns, and every raw event through ``on_event`` as it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+
+__all__ = ["Aborted", "Conversation", "EventSink", "Provider", "handle_id"]
+
+EventSink = Callable[[Mapping[str, Any]], None]
+
+
+class Aborted(Exception):
+    """A conversation call was cut short by :meth:`Conversation.abort` (internal signal)."""
+
+
+class Conversation(Protocol):
+    """One provider session, driven turn by turn. Not shared between threads except
+    :meth:`abort`, which any thread may call to unblock the driving one."""
+
+    info: SessionInfo
+
+    def resume(self) -> TurnResult | None:
+        """For a reattached session, its current turn (tool uses still unanswered, or the
+        last completed turn); ``None`` for a fresh session."""
+        ...
+
+    def send_prompt(self, prompt: str) -> TurnResult:
+        """Send a user message and block until the turn it starts has ended."""
+        ...
+
+    def send_tool_results(
+        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+    ) -> TurnResult:
+        """Answer the turn's tool calls and block until the next turn has ended."""
+        ...
+
+    def unanswered_tool_uses(self) -> list[ToolUse]:
+        """Tool calls seen in this session that no result has answered yet."""
+        ...
+
+    def send_event(self, event: Mapping[str, Any]) -> None:
+        """Post a raw provider event (e.g. a tool confirmation), where the provider allows."""
+        ...
+
+    def interrupt(self) -> None:
+        """Ask the provider to stop the running turn (best effort)."""
+        ...
+
+    def abort(self) -> None:
+        """From any thread: close in-flight I/O now so the driving thread returns promptly."""
+        ...
+
+    def close(self) -> None:
+        """Release the session's connections; the provider-side session is left as is."""
+        ...
+
+
+class Provider(Protocol):
+    """A managed agent runtime the drivers can open conversations with."""
+
+    name: str
+
+    def open_conversation(
+        self,
+        options: Mapping[str, Any],
+        *,
+        on_event: EventSink,
+        metadata: Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
+    ) -> Conversation:
+        """Create or reattach a provider session described by the driver's ``**connect``."""
+        ...
+
+
+def handle_id(handle: Any, *names: str) -> str | None:
+    """Read an id from a handle object or mapping (``handle.agent_id`` or ``handle["id"]``)."""
+    for name in names:
+        value = handle.get(name) if isinstance(handle, Mapping) else getattr(handle, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None

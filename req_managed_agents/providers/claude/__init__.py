@@ -1,0 +1,17 @@
+"""Claude Managed Agents: the provider, its control-plane client and its event helpers."""
+
+from req_managed_agents.providers.claude._client import (
+    ANTHROPIC_VERSION,
+    FILES_BETA,
+    MANAGED_AGENTS_BETA,
+    ClaudeClient,
+)
+from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "FILES_BETA",
+    "MANAGED_AGENTS_BETA",
+    "ClaudeClient",
+    "ClaudeManagedAgents",
+]

@@ -1,0 +1,187 @@
+"""Claude Managed Agents events: the ones we send, and how a turn's events fold into a
+:class:`~req_managed_agents.TurnResult`. Pure functions, no I/O.
+
+A turn ends at ``session.status_idle``, ``session.status_terminated``, ``session.deleted`` or
+a ``session.error`` the server has stopped retrying (an error whose ``retry_status`` is
+``retrying`` is followed by more work, so it does not end the turn). Unknown event types are
+never dropped: they ride along in ``TurnResult.events``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
+
+__all__ = [
+    "custom_tool_result",
+    "interrupt",
+    "is_boundary",
+    "normalize",
+    "tool_use_of",
+    "unanswered_tool_uses",
+    "user_message",
+]
+
+Event = Mapping[str, Any]
+
+CUSTOM_TOOL_USE = "agent.custom_tool_use"
+CUSTOM_TOOL_RESULT = "user.custom_tool_result"
+SERVER_TOOL_USES = frozenset({"agent.tool_use", "agent.mcp_tool_use"})
+_ENDING_TYPES = frozenset(
+    {"session.status_idle", "session.status_terminated", "session.deleted", "session.error"}
+)
+
+
+def user_message(text: str) -> dict[str, Any]:
+    """A ``user.message`` with one text block."""
+    return {"type": "user.message", "content": [{"type": "text", "text": text}]}
+
+
+def custom_tool_result(result: ToolResult) -> dict[str, Any]:
+    """The answer to one ``agent.custom_tool_use`` (an empty text is sent as no content:
+    empty text blocks are not accepted)."""
+    event: dict[str, Any] = {
+        "type": CUSTOM_TOOL_RESULT,
+        "custom_tool_use_id": result.tool_use_id,
+        "is_error": result.is_error,
+    }
+    if result.content:
+        event["content"] = [{"type": "text", "text": result.content}]
+    return event
+
+
+def interrupt() -> dict[str, Any]:
+    """Ask the server to stop the running turn (it then idles with ``end_turn``)."""
+    return {"type": "user.interrupt"}
+
+
+def is_boundary(event: Event) -> bool:
+    """Whether ``event`` ends the current turn."""
+    kind = event.get("type")
+    if kind not in _ENDING_TYPES:
+        return False
+    if kind == "session.error":
+        error = event.get("error")
+        retry = error.get("retry_status") if isinstance(error, Mapping) else None
+        return not (isinstance(retry, Mapping) and retry.get("type") == "retrying")
+    return True
+
+
+def tool_use_of(event: Event) -> ToolUse:
+    """The :class:`ToolUse` described by a tool-use event (non-object input becomes ``{}``)."""
+    tool_input = event.get("input")
+    return ToolUse(
+        str(event.get("id", "")),
+        str(event.get("name", "")),
+        dict(tool_input) if isinstance(tool_input, Mapping) else {},
+    )
+
+
+def _terminal(boundary: Event | None) -> tuple[Terminal, Any]:
+    if boundary is None:
+        return "terminated", None
+    kind = boundary.get("type")
+    if kind == "session.status_idle":
+        stop_reason = boundary.get("stop_reason")
+        reason_type = stop_reason.get("type") if isinstance(stop_reason, Mapping) else None
+        if reason_type == "end_turn":
+            return "end_turn", stop_reason
+        if reason_type == "requires_action":
+            return "requires_action", stop_reason
+        return "terminated", stop_reason
+    if kind == "session.error":
+        return "terminated", boundary.get("error")
+    return "terminated", boundary.get("stop_reason", {"type": kind})
+
+
+def _text(event: Event) -> str:
+    content = event.get("content")
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        block["text"]
+        for block in content
+        if isinstance(block, Mapping)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    )
+
+
+def _usage(event: Event) -> Usage:
+    raw = event.get("model_usage")
+    if not isinstance(raw, Mapping):
+        raw = event.get("usage")
+    if not isinstance(raw, Mapping):
+        return Usage()
+
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    return Usage(
+        count("input_tokens"),
+        count("output_tokens"),
+        count("cache_creation_input_tokens"),
+        count("cache_read_input_tokens"),
+    )
+
+
+def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) -> TurnResult:
+    """Fold one turn's events into a :class:`TurnResult`.
+
+    The latest boundary decides the terminal. For ``requires_action`` the tool uses named
+    by ``stop_reason.event_ids`` are looked up in this batch first and then in
+    ``known_tool_uses`` (every custom tool use seen earlier in the session), because an idle
+    may point at a tool use delivered in an earlier batch.
+    """
+    boundary = next((event for event in reversed(batch) if is_boundary(event)), None)
+    terminal, stop_reason = _terminal(boundary)
+    texts: list[str] = []
+    usage = Usage()
+    server_tool_uses: list[ToolUse] = []
+    batch_tool_uses: dict[str, ToolUse] = {}
+    for event in batch:
+        kind = event.get("type")
+        if kind == "agent.message":
+            text = _text(event)
+            if text:
+                texts.append(text)
+        elif kind == "span.model_request_end":
+            usage = usage + _usage(event)
+        elif kind == CUSTOM_TOOL_USE:
+            tool_use = tool_use_of(event)
+            batch_tool_uses[tool_use.id] = tool_use
+        elif kind in SERVER_TOOL_USES:
+            server_tool_uses.append(tool_use_of(event))
+    tool_uses: list[ToolUse] = []
+    if terminal == "requires_action" and isinstance(stop_reason, Mapping):
+        event_ids = stop_reason.get("event_ids")
+        for event_id in event_ids if isinstance(event_ids, list) else []:
+            found = batch_tool_uses.get(event_id) or known_tool_uses.get(event_id)
+            if found is not None and found not in tool_uses:
+                tool_uses.append(found)
+    return TurnResult(
+        terminal=terminal,
+        text="\n".join(texts),
+        tool_uses=tuple(tool_uses),
+        server_tool_uses=tuple(server_tool_uses),
+        usage=usage,
+        stop_reason=stop_reason,
+        events=tuple(batch),
+    )
+
+
+def unanswered_tool_uses(events: Iterable[Event]) -> list[ToolUse]:
+    """Custom tool uses in ``events`` that no ``user.custom_tool_result`` answers, in order."""
+    uses: dict[str, ToolUse] = {}
+    answered: set[str] = set()
+    for event in events:
+        kind = event.get("type")
+        if kind == CUSTOM_TOOL_USE:
+            tool_use = tool_use_of(event)
+            uses.setdefault(tool_use.id, tool_use)
+        elif kind == CUSTOM_TOOL_RESULT:
+            answered.add(str(event.get("custom_tool_use_id")))
+    return [tool_use for tool_use_id, tool_use in uses.items() if tool_use_id not in answered]

@@ -1,0 +1,254 @@
+"""A live, gap-free, duplicate-free feed of one session's events.
+
+A background thread holds the SSE stream open. Whenever it (re)connects it follows the order
+that loses nothing: attach the stream first, then page the whole event history, then read the
+stream - skipping every event id already delivered. The stream never replays what happened
+while no one listened, so the history fills the gap; the dedupe absorbs the overlap.
+
+A dropped connection, a server that ends the stream, or silence longer than ``idle_timeout``
+(heartbeats count as traffic) all lead to a reconnect after an escalating, jittered backoff.
+The backoff resets only when the session makes progress (a turn ends), so a server that
+accepts and immediately drops connections is not hammered. Errors that reconnecting cannot
+fix (authentication, a deleted session) end the feed and reach the driver.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import requests
+
+from req_managed_agents import telemetry
+from req_managed_agents._http import read_chunks, shutdown_response
+from req_managed_agents._redact import get_logger
+from req_managed_agents.errors import (
+    APIError,
+    ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+    SessionError,
+    StreamError,
+    TransportError,
+)
+from req_managed_agents.providers.claude._client import ClaudeClient
+from req_managed_agents.providers.claude._events import is_boundary
+from req_managed_agents.sse import ServerSentEvent, SSEDecoder
+
+__all__ = ["EventFeed", "FeedClosed", "History"]
+
+_log = get_logger(__name__)
+
+# Reconnect backoff: 0.5 s doubling to 10 s, with jitter; give up after this many failed
+# connections in a row without the session making progress.
+RECONNECT_BACKOFF_BASE = 0.5
+RECONNECT_BACKOFF_CAP = 10.0
+MAX_RECONNECT_ATTEMPTS = 8
+_HEARTBEAT_TYPES = frozenset({"ping", "heartbeat"})
+# After these no stream will ever carry anything again: stop instead of reconnecting.
+_ENDING_TYPES = frozenset({"session.deleted", "session.status_terminated"})
+
+Event = dict[str, Any]
+
+
+class FeedClosed(Exception):
+    """The feed was stopped while someone waited on it (internal signal)."""
+
+
+@dataclass(frozen=True)
+class History:
+    """The session's full history, delivered once, on the first connect of a resumed session."""
+
+    events: list[Event]
+
+
+_Item = Union[Event, History, ManagedAgentsError, None]
+
+
+class EventFeed:
+    """Owns the stream thread for one session. ``get()`` yields events, a :class:`History`
+    (resumed sessions, first item) or raises the error that ended the feed."""
+
+    def __init__(
+        self,
+        client: ClaudeClient,
+        session_id: str,
+        *,
+        idle_timeout: float,
+        deliver_history: bool,
+        telemetry_metadata: Mapping[str, Any],
+        max_reconnect_attempts: int = MAX_RECONNECT_ATTEMPTS,
+    ) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._idle_timeout = idle_timeout
+        self._deliver_history = deliver_history
+        self._max_attempts = max_reconnect_attempts
+        self._metadata = {**telemetry_metadata, "session_id": session_id}
+        self._queue: queue.Queue[_Item] = queue.Queue()
+        self._seen: set[str] = set()
+        self._stopped = threading.Event()
+        self.connected = threading.Event()
+        self._lock = threading.Lock()
+        self._response: requests.Response | None = None
+        self._thread = threading.Thread(
+            target=self._run, name=f"rma-feed-{session_id}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, join_timeout: float = 2.0) -> None:
+        """Stop the thread and close the stream; safe from any thread, idempotent."""
+        self._stopped.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            shutdown_response(response)
+        self._queue.put(None)
+        if threading.current_thread() is not self._thread and self._thread.is_alive():
+            self._thread.join(join_timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def get(self, timeout: float | None = None) -> Event | History:
+        """The next item; raises the feed's fatal error, :class:`FeedClosed` once stopped,
+        or :class:`queue.Empty` after ``timeout``."""
+        if self._stopped.is_set():
+            raise FeedClosed
+        item = self._queue.get(timeout=timeout)
+        if item is None:
+            raise FeedClosed
+        if isinstance(item, ManagedAgentsError):
+            raise item
+        return item
+
+    # -- the stream thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stopped.is_set():
+            try:
+                progressed = self._connect_and_read()
+                if progressed:
+                    failures = 0
+                if self._stopped.is_set():
+                    return
+                failures += 1
+                reason: ManagedAgentsError = StreamError("the server ended the event stream")
+            except ManagedAgentsError as exc:
+                if self._stopped.is_set():
+                    return
+                telemetry.emit("stream.error", {}, {**self._metadata, "reason": str(exc)})
+                if not _reconnectable(exc):
+                    self._queue.put(exc)
+                    return
+                failures += 1
+                reason = exc
+            except _SessionEnded:
+                telemetry.emit("stream.done", {}, self._metadata)
+                self._queue.put(
+                    SessionError(f"session {self._session_id} has ended (terminated or deleted)")
+                )
+                return
+            if failures > self._max_attempts:
+                self._queue.put(reason)
+                return
+            delay = min(RECONNECT_BACKOFF_CAP, RECONNECT_BACKOFF_BASE * 2.0 ** (failures - 1))
+            delay *= 1 - 0.25 * random.random()
+            _log.info(
+                "event stream for %s lost (%s); reconnecting in %.2f s",
+                self._session_id,
+                reason,
+                delay,
+            )
+            if self._stopped.wait(delay):
+                return
+
+    def _connect_and_read(self) -> bool:
+        """One connection's life; True if a turn ended on it (the session progressed)."""
+        response = self._client.open_event_stream(
+            self._session_id, idle_timeout=self._idle_timeout, cancelled=self._stopped
+        )
+        progressed = False
+        try:
+            with self._lock:
+                self._response = response
+            if self._stopped.is_set():
+                return False
+            first = not self.connected.is_set()
+            telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
+            if first and self._deliver_history:
+                history = self._client.list_events(self._session_id)
+                self._seen.update(str(e["id"]) for e in history if e.get("id"))
+                self._queue.put(History(history))
+            elif not first:
+                for missed in self._client.list_events(self._session_id):
+                    progressed = self._deliver(missed) or progressed
+            self.connected.set()
+            decoder = SSEDecoder()
+            for chunk in read_chunks(response, self._idle_timeout):
+                for sse in decoder.feed(chunk):
+                    event = _parse(sse)
+                    if event is not None:
+                        progressed = self._deliver(event) or progressed
+            if not self._stopped.is_set():
+                telemetry.emit("stream.done", {}, self._metadata)
+            return progressed
+        finally:
+            with self._lock:
+                self._response = None
+            response.close()
+
+    def _deliver(self, event: Event) -> bool:
+        """Queue ``event`` unless already delivered; True if it ends a turn."""
+        event_id = event.get("id")
+        if isinstance(event_id, str) and event_id:
+            if event_id in self._seen:
+                return False
+            self._seen.add(event_id)
+        telemetry.emit(
+            "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
+        )
+        self._queue.put(event)
+        if event.get("type") in _ENDING_TYPES:
+            raise _SessionEnded
+        return is_boundary(event)
+
+
+class _SessionEnded(Exception):
+    """The session was deleted or terminated (internal signal)."""
+
+
+def _parse(sse: ServerSentEvent) -> Event | None:
+    """The session event carried by one SSE frame, or None for heartbeats and noise."""
+    if sse.event in _HEARTBEAT_TYPES or not sse.data.strip():
+        return None
+    try:
+        data = sse.json()
+    except ValueError:
+        _log.warning("ignoring a non-JSON %r frame on the event stream", sse.event)
+        return None
+    if not isinstance(data, dict):
+        return None
+    if sse.event == "error" or data.get("type") == "error":
+        error = data.get("error")
+        detail = error.get("message", error) if isinstance(error, dict) else data
+        raise StreamError(f"the event stream reported an error: {detail}")
+    if data.get("type") in _HEARTBEAT_TYPES:
+        return None
+    if "type" not in data and sse.event != "message":
+        data["type"] = sse.event
+    return data
+
+
+def _reconnectable(error: ManagedAgentsError) -> bool:
+    if isinstance(error, (StreamError, TransportError, RateLimitError, ServerError)):
+        return True
+    return isinstance(error, APIError) and error.status_code == 408

@@ -1,0 +1,143 @@
+"""``ClaudeManagedAgents``: the Claude Managed Agents provider for the drivers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+
+from req_managed_agents._config import required_setting, setting, text_setting
+from req_managed_agents._redact import Secret
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.providers._base import EventSink, handle_id
+from req_managed_agents.providers.claude._client import (
+    ANTHROPIC_VERSION,
+    MANAGED_AGENTS_BETA,
+    ClaudeClient,
+)
+from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+# Silence (no event, no heartbeat) after which the stream is reconnected and caught up.
+DEFAULT_IDLE_TIMEOUT = 60.0
+_CONNECT_OPTIONS = frozenset({"agent_id", "agent", "environment_id", "environment", "session_id"})
+_STREAM_OPTIONS = frozenset({"idle_timeout"})
+
+
+class ClaudeManagedAgents:
+    """Claude Managed Agents (beta ``managed-agents-2026-04-01``).
+
+    The API key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from
+    ``base_url``, ``ANTHROPIC_BASE_URL`` or the public API. ``.client`` is the control-plane
+    client (agents, environments, sessions, events, files). Thread-safe; share one instance.
+
+    Driver options (``**connect`` of ``run_to_completion`` / ``Session``): ``agent_id`` (or
+    ``agent=`` handle) and ``environment_id`` (or ``environment=`` handle) to start a new
+    session, or ``session_id`` to resume one; ``idle_timeout`` seconds of stream silence
+    before reconnecting (default 60).
+    """
+
+    name = PROVIDER_NAME
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        http: requests.Session | None = None,
+        anthropic_version: str | None = None,
+        beta: str | None = None,
+    ) -> None:
+        if timeout <= 0:
+            raise ConfigurationError("timeout must be positive")
+        if max_retries < 0:
+            raise ConfigurationError("max_retries must not be negative")
+        key = Secret(required_setting(api_key, "ANTHROPIC_API_KEY", "Anthropic API key"))
+        url = text_setting(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
+        if not url.startswith(("https://", "http://")):
+            raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
+        self.client = ClaudeClient(
+            key,
+            base_url=url,
+            timeout=timeout,
+            max_retries=max_retries,
+            http=http,
+            anthropic_version=anthropic_version or ANTHROPIC_VERSION,
+            beta=beta or MANAGED_AGENTS_BETA,
+        )
+
+    def __repr__(self) -> str:
+        return f"ClaudeManagedAgents(base_url={self.client.base_url!r}, api_key=***)"
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self.client.close()
+
+    def __enter__(self) -> ClaudeManagedAgents:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def open_conversation(
+        self,
+        options: Mapping[str, Any],
+        *,
+        on_event: EventSink,
+        metadata: Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
+    ) -> ClaudeConversation:
+        """Create a session (or reattach to ``session_id``) and attach its event stream."""
+        unknown = set(options) - _CONNECT_OPTIONS - _STREAM_OPTIONS
+        if unknown:
+            allowed = ", ".join(sorted(_CONNECT_OPTIONS | _STREAM_OPTIONS))
+            raise ConfigurationError(
+                f"unknown option(s) for Claude Managed Agents: {', '.join(sorted(unknown))} "
+                f"(allowed: {allowed})"
+            )
+        idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
+        if idle_timeout <= 0:
+            raise ConfigurationError("idle_timeout must be positive")
+        session_id = options.get("session_id")
+        if session_id:
+            resumed = True
+        else:
+            agent_id, environment_id = _ids(options)
+            session_id = self.client.create_session(agent_id, environment_id)["id"]
+            resumed = False
+        return ClaudeConversation(
+            self.client,
+            str(session_id),
+            resumed=resumed,
+            idle_timeout=idle_timeout,
+            on_event=on_event,
+            metadata=metadata,
+            telemetry_metadata=telemetry_metadata,
+        )
+
+
+def _ids(options: Mapping[str, Any]) -> tuple[str, str]:
+    """Agent and environment ids from explicit ids or handles (a provisioned handle may
+    carry both)."""
+    agent = options.get("agent")
+    environment = options.get("environment")
+    agent_id = options.get("agent_id") or (handle_id(agent, "agent_id", "id") if agent else None)
+    environment_id = options.get("environment_id") or (
+        handle_id(environment, "environment_id", "id")
+        if environment
+        else handle_id(agent, "environment_id")
+        if agent
+        else None
+    )
+    if not agent_id:
+        raise ConfigurationError("starting a Claude session needs agent_id= (or agent=)")
+    if not environment_id:
+        raise ConfigurationError(
+            "starting a Claude session needs environment_id= (or environment=)"
+        )
+    return str(agent_id), str(environment_id)
