@@ -68,15 +68,60 @@ For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_
 log), ``session_ids()``, ``stream_connections(session_id)`` (:class:`StreamConnection`
 snapshots), ``open_stream_count(session_id)`` and ``wait_until(predicate, timeout)``.
 ``close()`` (or leaving the ``with`` block) ends open streams and joins the emulator's threads.
+
+:class:`AgentCoreEmulator` is the AWS Bedrock AgentCore Harness service, on two loopback
+ports as AWS uses two hosts: ``emulator.data_url`` (InvokeHarness, InvokeAgentRuntimeCommand)
+and ``emulator.control_url`` (CreateHarness, GetHarness, ListHarnesses, DeleteHarness). Every
+request must carry a valid SigV4 signature for service ``bedrock-agentcore`` made with the
+emulator's test credentials (``access_key_id``, ``secret_access_key``, optional
+``session_token``, ``region``); bodies are checked against the botocore service models.
+It needs botocore (the ``aws`` extra), imported only when an emulator is created.
+A harness plays a script of :class:`ConverseTurn` objects, one per invocation of a runtime
+session, streamed as event-stream frames; tool calls end a turn with ``tool_use`` and the
+next invocation must echo the assistant's ``toolUse`` blocks before the ``toolResult``
+blocks, as the live service requires::
+
+    from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
+
+    script = [
+        ConverseTurn(tool_calls=[call("get_weather", city="Paris")]),
+        ConverseTurn(text=lambda results: f"It is {results[0]} in Paris."),
+    ]
+    with AgentCoreEmulator(script) as emulator:
+        harness_arn = emulator.add_harness()  # READY at once
+        ...  # point the SDK at emulator.data_url / emulator.control_url with its credentials
+        assert emulator.invocations[-1].harness_arn == harness_arn
+
+Faults and controls: ``fail_requests(...)`` (AWS-style HTTP errors, e.g. 429
+ThrottlingException), ``exception_frame(...)``, ``error_frame(...)``,
+``truncate_stream(...)`` (the turn is replayed by the next invocation), ``stall_stream(...)``
+and ``harness_statuses(...)`` (the statuses GetHarness walks through). Commands run through
+``command_runner`` (default: ``/bin/sh`` in the temporary directory ``workdir``) and report
+a :class:`CommandOutput`. For assertions: ``invocations`` (:class:`Invocation`),
+``commands`` (:class:`CommandRecord`), ``signature_failures``, ``harnesses()`` and
+``requests``. The ``agentcore_emulator`` fixture yields a fresh ``AgentCoreEmulator()``.
 """
 
 from __future__ import annotations
 
-from req_managed_agents.testing._claude import ClaudeEmulator, ToolCall, Turn, call
+from req_managed_agents.testing._agentcore import (
+    AgentCoreEmulator,
+    CommandOutput,
+    CommandRecord,
+    ConverseTurn,
+    Invocation,
+)
+from req_managed_agents.testing._claude import ClaudeEmulator, Turn
+from req_managed_agents.testing._script import ToolCall, call
 from req_managed_agents.testing._server import RecordedRequest, StreamConnection
 
 __all__ = [
+    "AgentCoreEmulator",
     "ClaudeEmulator",
+    "CommandOutput",
+    "CommandRecord",
+    "ConverseTurn",
+    "Invocation",
     "RecordedRequest",
     "StreamConnection",
     "ToolCall",

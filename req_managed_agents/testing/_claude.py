@@ -24,10 +24,11 @@ import re
 import secrets
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing._script import ToolCall, call
 from req_managed_agents.testing._server import (
     ChunkedStream,
     Exchange,
@@ -95,24 +96,6 @@ _DISCONNECT_POLL = 0.1
 _MAX_EVENTS_PAGE = 1000
 _MAX_RESOURCE_PAGE = 100
 _DEFAULT_PAGE = 20
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call a scripted turn makes: ``name`` and its ``input``.
-
-    ``result`` is only used for server tools (``Turn.server_tool_calls``), whose result the
-    emulated agent produces itself; custom tool results come from the client.
-    """
-
-    name: str
-    input: Mapping[str, Any] = field(default_factory=dict)
-    result: str = ""
-
-
-def call(name: str, **tool_input: Any) -> ToolCall:
-    """Shorthand: ``call("get_weather", city="Paris")``."""
-    return ToolCall(name, tool_input)
 
 
 _ENDS = ("end_turn", "terminated", "error")

@@ -19,6 +19,8 @@ This module owns everything that is not about one provider's API:
 A subclass provides its API in :meth:`~LoopbackEmulator._handle` and its error format in
 :meth:`~LoopbackEmulator._answer_fault`. Streams belong to a *scope* (for example a session
 id) so that stream faults and observations can target one of several concurrent streams.
+A service split across hosts (AWS serves a data and a control plane) listens on more than
+one port; every request records the *listener* it arrived on.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import socketserver
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -66,6 +68,8 @@ class RecordedRequest:
     ``headers`` has lower-case names (repeated headers joined with commas); ``body`` is the
     decoded JSON when the body parses as JSON, the raw bytes otherwise, and None when empty.
     ``received_at`` is the :func:`time.monotonic` time its head arrived (to measure backoff).
+    ``raw_query`` and ``raw_body`` are exactly as received, for checks such as request
+    signatures that must see the bytes; ``listener`` names the port it arrived on.
     """
 
     method: str
@@ -74,6 +78,9 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     received_at: float
+    raw_query: str = ""
+    raw_body: bytes = field(default=b"", repr=False)
+    listener: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,8 +183,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
 class _Server(HTTPServer):
     """An HTTP server whose connection threads the emulator tracks, so close() can end them."""
 
-    def __init__(self, emulator: LoopbackEmulator) -> None:
+    def __init__(self, emulator: LoopbackEmulator, listener: str) -> None:
         self.emulator = emulator
+        self.listener = listener
         super().__init__(("127.0.0.1", 0), _RequestHandler)
 
     def server_bind(self) -> None:
@@ -362,10 +370,12 @@ class _StreamFaults:
 class LoopbackEmulator:
     """Base of the emulators: a threaded HTTP server on 127.0.0.1 plus its observability.
 
-    Subclasses set up their state, call ``super().__init__()``, then :meth:`_start`.
+    Subclasses set up their state, call ``super().__init__()``, add any further listeners
+    with :meth:`_add_listener`, then :meth:`_start`. ``listener`` names the first one, whose
+    URL is ``base_url``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, listener: str = "") -> None:
         # One lock guards all state; waiting on it wakes on every change (see wait_until).
         self._condition = threading.Condition()
         self._stopping = False
@@ -376,18 +386,26 @@ class LoopbackEmulator:
         self._duplicate_events = False
         self._streams: list[_StreamRecord] = []
         self._threads: dict[threading.Thread, socket.socket | None] = {}
-        self._server = _Server(self)
-        self._serve_thread: threading.Thread | None = None
-        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+        self._servers: list[_Server] = []
+        self._serve_threads: list[threading.Thread] = []
+        self.base_url = self._add_listener(listener)
+
+    def _add_listener(self, listener: str) -> str:
+        """Listen on one more free port (before :meth:`_start`); return its base URL."""
+        server = _Server(self, listener)
+        self._servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}"
 
     def _start(self) -> None:
-        self._serve_thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": _ACCEPT_POLL_INTERVAL},
-            name=f"{type(self).__name__}-accept",
-            daemon=True,
-        )
-        self._serve_thread.start()
+        for server in self._servers:
+            thread = threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": _ACCEPT_POLL_INTERVAL},
+                name=f"{type(self).__name__}-accept {server.listener}".rstrip(),
+                daemon=True,
+            )
+            self._serve_threads.append(thread)
+            thread.start()
 
     def __repr__(self) -> str:
         state = " closed" if self._stopping else ""
@@ -494,9 +512,10 @@ class LoopbackEmulator:
                 return
             self._stopping = True
             self._condition.notify_all()
-        if self._serve_thread is not None:
-            self._server.shutdown()
-        self._server.server_close()
+        for server in self._servers:
+            if self._serve_threads:
+                server.shutdown()
+            server.server_close()
         with self._condition:
             threads = dict(self._threads)
         for connection in threads.values():
@@ -504,8 +523,8 @@ class LoopbackEmulator:
                 with contextlib.suppress(OSError):  # the client closed it already
                     connection.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + _JOIN_TIMEOUT
-        for thread in [self._serve_thread, *threads]:
-            if thread is not None and thread is not threading.current_thread():
+        for thread in [*self._serve_threads, *threads]:
+            if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))
 
     def _start_thread(
@@ -545,20 +564,24 @@ class LoopbackEmulator:
 
     # --- serving -------------------------------------------------------------------------
 
-    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+    def _serve(self, handler: _RequestHandler) -> None:
         received_at = time.monotonic()
         url = urlsplit(handler.path)
         headers: dict[str, str] = {}
         for name, value in handler.headers.items():
             key = name.lower()
             headers[key] = f"{headers[key]},{value}" if key in headers else value
+        raw_body = _read_body(handler)
         request = RecordedRequest(
             method=handler.command,
             path=url.path,
             query=parse_qs(url.query, keep_blank_values=True),
             headers=headers,
-            body=_decode_body(_read_body(handler)),
+            body=_decode_body(raw_body),
             received_at=received_at,
+            raw_query=url.query,
+            raw_body=raw_body,
+            listener=handler.server.listener,
         )
         with self._condition:
             self._requests.append(request)

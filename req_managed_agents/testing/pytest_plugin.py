@@ -1,6 +1,6 @@
-"""Pytest plugin providing the ``claude_emulator`` fixture.
+"""Pytest plugin providing the ``claude_emulator`` and ``agentcore_emulator`` fixtures.
 
-Registered as a ``pytest11`` entry point, so installing the SDK makes the fixture available
+Registered as a ``pytest11`` entry point, so installing the SDK makes the fixtures available
 to every test suite without a conftest import.
 """
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from req_managed_agents.testing import ClaudeEmulator
+from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -20,4 +20,14 @@ if TYPE_CHECKING:
 def claude_emulator() -> Iterator[ClaudeEmulator]:
     """A started :class:`ClaudeEmulator` with default settings, closed after the test."""
     with ClaudeEmulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def agentcore_emulator() -> Iterator[AgentCoreEmulator]:
+    """A started :class:`AgentCoreEmulator` with default settings, closed after the test.
+
+    Needs botocore (the ``aws`` extra), which only this fixture's use imports.
+    """
+    with AgentCoreEmulator() as emulator:
         yield emulator
