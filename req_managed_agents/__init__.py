@@ -35,6 +35,11 @@ from req_managed_agents.errors import (
     EnvironmentArchivedError,
     EnvironmentNameConflictError,
     EventStreamError,
+    HarnessDeletingError,
+    HarnessFailedError,
+    HarnessNotReadyError,
+    HarnessReadyTimeoutError,
+    HarnessUnknownStatusError,
     IdleTimeoutError,
     ManagedAgentsError,
     MissingDependencyError,
@@ -54,12 +59,30 @@ from req_managed_agents.errors import (
 
 if TYPE_CHECKING:
     from req_managed_agents._session import Session, TurnGuard, run_to_completion
-    from req_managed_agents.providers import ClaudeManagedAgents
+    from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
+    from req_managed_agents.provisioner import (
+        AgentSpec,
+        EnvironmentSpec,
+        FileStore,
+        MemoryStore,
+        ensure_environment,
+        provision,
+        teardown,
+    )
 
 # Public name -> module that defines it, imported on first attribute access (these pull in
 # ``requests`` and the drivers, which an import of the package alone should not pay for).
 _LAZY: dict[str, str] = {
+    "AgentSpec": "req_managed_agents.provisioner",
+    "EnvironmentSpec": "req_managed_agents.provisioner",
+    "FileStore": "req_managed_agents.provisioner",
+    "MemoryStore": "req_managed_agents.provisioner",
+    "ensure_environment": "req_managed_agents.provisioner",
+    "provision": "req_managed_agents.provisioner",
+    "teardown": "req_managed_agents.provisioner",
+    "BedrockAgentCore": "req_managed_agents.providers",
     "ClaudeManagedAgents": "req_managed_agents.providers",
+    "CommandResult": "req_managed_agents.providers",
     "Session": "req_managed_agents._session",
     "TurnGuard": "req_managed_agents._session",
     "run_to_completion": "req_managed_agents._session",
@@ -67,19 +90,30 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "APIError",
+    "AgentSpec",
     "Artifact",
     "AuthenticationError",
     "BadRequestError",
+    "BedrockAgentCore",
     "ClaudeManagedAgents",
+    "CommandResult",
     "ConfigurationError",
     "ConflictError",
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
+    "EnvironmentSpec",
     "EventHandler",
     "EventStreamError",
+    "FileStore",
     "Handler",
+    "HarnessDeletingError",
+    "HarnessFailedError",
+    "HarnessNotReadyError",
+    "HarnessReadyTimeoutError",
+    "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "ManagedAgentsError",
+    "MemoryStore",
     "MissingDependencyError",
     "NotFoundError",
     "PartialPruneError",
@@ -106,7 +140,10 @@ __all__ = [
     "UnresolvedRequiresActionError",
     "Usage",
     "__version__",
+    "ensure_environment",
+    "provision",
     "run_to_completion",
+    "teardown",
 ]
 
 

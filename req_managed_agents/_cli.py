@@ -23,9 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
         description="Run one agent session that calls a local tool, streaming the agent's text.",
     )
-    from req_managed_agents._demo import add_arguments
+    from req_managed_agents import _cli_provisioning, _demo
 
-    add_arguments(demo)
+    _demo.add_arguments(demo)
+    _cli_provisioning.add_commands(commands)
     return parser
 
 
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return _run_command(args)
-    except ManagedAgentsError as exc:
+    except (ManagedAgentsError, ValueError) as exc:
         print(f"rma: {exc}", file=sys.stderr)
         return 1
 
@@ -48,6 +49,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents._demo import run_demo
 
         return run_demo(args)
+    from req_managed_agents import _cli_provisioning
+
+    if args.command in _cli_provisioning.COMMANDS:
+        return _cli_provisioning.run_command(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -117,7 +117,7 @@ class HttpClient:
     def timeouts(self, read: float | None = None) -> tuple[float, float]:
         """``(connect, read)`` seconds for one request; ``read`` bounds each socket read."""
         read_timeout = self.timeout if read is None else read
-        return (min(_MAX_CONNECT_TIMEOUT, self.timeout), read_timeout)
+        return (min(_MAX_CONNECT_TIMEOUT, self.timeout, read_timeout), read_timeout)
 
     def request(
         self,
@@ -134,12 +134,15 @@ class HttpClient:
         read_timeout: float | None = None,
         cancelled: threading.Event | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
 
         Raises :class:`APIError` subclasses for error statuses and :class:`TransportError`
         when no response arrived. A retry wait ends early when ``cancelled`` is set.
+        ``retry`` overrides the client's policy for this request.
         """
+        policy = retry or self.retry
         url = self.base_url + path
         request = requests.Request(
             method, url, params=params, json=json, data=data, files=files, headers=headers
@@ -166,7 +169,7 @@ class HttpClient:
                 except requests.RequestException as exc:
                     error = TransportError(f"{method} {path} failed: {redact(str(exc))}")
                     outcome["status"] = None
-                    if not self._may_retry_transport(exc, idempotent, attempt):
+                    if not _may_retry_transport(policy, exc, idempotent, attempt):
                         raise error from exc
                     _log.info("retrying %s %s after transport error: %s", method, path, error)
                 else:
@@ -176,10 +179,10 @@ class HttpClient:
                     error_obj = self._parse_error(response)
                     response.close()
                     retry_after = parse_retry_after(response.headers)
-                    if not self._may_retry_status(error_obj, idempotent, attempt, retry_after):
+                    if not _may_retry_status(policy, error_obj, idempotent, attempt, retry_after):
                         raise error_obj
                     _log.info("retrying %s %s after %s", method, path, error_obj)
-            delay = self.retry.delay(attempt, retry_after)
+            delay = policy.delay(attempt, retry_after)
             if cancelled is not None:
                 if cancelled.wait(delay):
                     raise TransportError(f"{method} {path} cancelled while waiting to retry")
@@ -187,23 +190,23 @@ class HttpClient:
                 time.sleep(delay)
             attempt += 1
 
-    def _may_retry_transport(
-        self, exc: requests.RequestException, idempotent: bool, attempt: int
-    ) -> bool:
-        if attempt >= self.retry.max_retries:
-            return False
-        return idempotent or _proves_not_sent(exc)
 
-    def _may_retry_status(
-        self, error: APIError, idempotent: bool, attempt: int, retry_after: float | None
-    ) -> bool:
-        if attempt >= self.retry.max_retries:
-            return False
-        if retry_after is not None and retry_after > self.retry.max_retry_after:
-            return False
-        if error.error_type in self.retry.never_retry_error_types:
-            return False
-        return self.retry.should_retry_status(error.status_code, idempotent=idempotent)
+def _may_retry_transport(
+    policy: RetryPolicy, exc: requests.RequestException, idempotent: bool, attempt: int
+) -> bool:
+    if attempt >= policy.max_retries:
+        return False
+    return idempotent or _proves_not_sent(exc)
+
+
+def _may_retry_status(
+    policy: RetryPolicy, error: APIError, idempotent: bool, attempt: int, retry_after: float | None
+) -> bool:
+    if attempt >= policy.max_retries:
+        return False
+    if retry_after is not None and retry_after > policy.max_retry_after:
+        return False
+    return policy.should_retry(error.status_code, error.error_type, idempotent=idempotent)
 
 
 def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[bytes]:

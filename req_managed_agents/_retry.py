@@ -37,12 +37,19 @@ class RetryPolicy:
     refused_statuses: frozenset[int] = frozenset({429, 503, 529})
     # Provider error codes that no amount of waiting fixes (a monthly spend cap, say).
     never_retry_error_types: frozenset[str] = frozenset({"enforced_spend_limit_reached"})
+    # Provider error codes that mean "refused before acting", whatever the status (AWS may
+    # throttle with a 400).
+    refused_error_types: frozenset[str] = frozenset(
+        {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException"}
+    )
 
-    def should_retry_status(self, status: int, *, idempotent: bool) -> bool:
-        """Whether an error status is worth another attempt for this kind of request."""
-        if idempotent:
-            return status in self.retry_statuses
-        return status in self.refused_statuses
+    def should_retry(self, status: int, error_type: str | None, *, idempotent: bool) -> bool:
+        """Whether an error answer is worth another attempt for this kind of request."""
+        if error_type in self.never_retry_error_types:
+            return False
+        if error_type in self.refused_error_types or status in self.refused_statuses:
+            return True
+        return idempotent and status in self.retry_statuses
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""

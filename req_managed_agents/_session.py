@@ -58,7 +58,10 @@ _log = get_logger(__name__)
 class _Run:
     """What one run (one prompt and the turns it causes) has gathered so far."""
 
+    # Events of finished turns (each turn's authoritative record), and those delivered live
+    # since the last turn ended; a cancelled run reports both.
     events: list[Mapping[str, Any]] = field(default_factory=list)
+    live: list[Mapping[str, Any]] = field(default_factory=list)
     turn_usage: list[Usage] = field(default_factory=list)
     tool_uses: list[ToolUse] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
@@ -69,6 +72,12 @@ class _Run:
     def usage(self) -> Usage:
         return sum(self.turn_usage, Usage())
 
+    def take_events(self, turn: TurnResult) -> None:
+        """A finished turn's events replace what was seen live (which may include events of
+        an attempt the provider then retried)."""
+        self.events.extend(turn.events)
+        self.live.clear()
+
     def result(self, terminal: Terminal, stop_reason: Any) -> SessionResult:
         return SessionResult(
             terminal=terminal,
@@ -78,7 +87,7 @@ class _Run:
             turn_usage=tuple(self.turn_usage),
             session_id=self.session_id,
             stop_reason=stop_reason,
-            events=tuple(self.events),
+            events=(*self.events, *self.live),
             tool_uses=tuple(self.tool_uses),
             tool_results=tuple(self.tool_results),
         )
@@ -303,7 +312,7 @@ class Session:
         logged, never allowed to break the session)."""
         run = self._run
         if run is not None:
-            run.events.append(event)
+            run.live.append(event)
         if self._event_handler is None:
             return
         conversation = self._conversation
@@ -320,6 +329,7 @@ class Session:
         telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))
         if turn is not None:
             run.last_turn = turn  # the resumed state: history, not a turn of this run
+            run.take_events(turn)
         else:
             turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
             prompt = None
@@ -347,6 +357,7 @@ class Session:
 
     def _record(self, run: _Run, turn: TurnResult) -> None:
         run.last_turn = turn
+        run.take_events(turn)
         run.turn_usage.append(turn.usage)
         telemetry.emit(
             "session.turn",

@@ -31,7 +31,7 @@ __all__ = ["Tool", "Tools"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 # Both providers accept tool names of this shape (Anthropic's rule is the stricter one).
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
 @dataclass(frozen=True)

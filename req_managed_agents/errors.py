@@ -24,7 +24,12 @@
         ├── EnvironmentArchivedError          the environment name exists but is archived
         ├── EnvironmentNameConflictError      a create said 409 yet no such name is listed
         ├── UnknownTagError (KeyError)        ``resolve("base:tag")`` found no such tag
-        └── PartialPruneError                 pruning stopped part way
+        ├── PartialPruneError                 pruning stopped part way
+        └── HarnessNotReadyError              an AgentCore harness did not reach READY
+            ├── HarnessFailedError            it reported a *_FAILED status
+            ├── HarnessDeletingError          it is being deleted (it can never be READY)
+            ├── HarnessUnknownStatusError     it reported a status this library does not know
+            └── HarnessReadyTimeoutError (TimeoutError)  the wall-clock budget ran out
 
 Errors carry the facts a user needs to act (status, provider error type, request id) and are
 built so that no message can contain a credential: every message passes through the secret
@@ -47,6 +52,11 @@ __all__ = [
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
     "EventStreamError",
+    "HarnessDeletingError",
+    "HarnessFailedError",
+    "HarnessNotReadyError",
+    "HarnessReadyTimeoutError",
+    "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "ManagedAgentsError",
     "MissingDependencyError",
@@ -263,3 +273,34 @@ class PartialPruneError(ProvisioningError):
         super().__init__(
             f"pruning stopped at {failed_name!r} after archiving {len(self.archived)}: {cause}"
         )
+
+
+class HarnessNotReadyError(ProvisioningError):
+    """An AgentCore harness did not reach ``READY``; says which, in what status, after how long."""
+
+    def __init__(
+        self, harness_id: str, status: str | None, *, elapsed: float, polls: int, detail: str
+    ) -> None:
+        self.harness_id = harness_id
+        self.status = status
+        self.elapsed = elapsed
+        self.polls = polls
+        super().__init__(
+            f"harness {harness_id} {detail} (status {status}, after {elapsed:.1f} s, {polls} polls)"
+        )
+
+
+class HarnessFailedError(HarnessNotReadyError):
+    """The harness reported ``CREATE_FAILED``, ``UPDATE_FAILED`` or ``DELETE_FAILED``."""
+
+
+class HarnessDeletingError(HarnessNotReadyError):
+    """The harness is ``DELETING``: it will never become ``READY``."""
+
+
+class HarnessUnknownStatusError(HarnessNotReadyError):
+    """The harness reported a status this library does not know, so waiting is pointless."""
+
+
+class HarnessReadyTimeoutError(HarnessNotReadyError, TimeoutError):
+    """The wall-clock budget for bringing the harness to ``READY`` ran out."""

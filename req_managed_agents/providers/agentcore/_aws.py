@@ -1,0 +1,142 @@
+"""AWS credentials, region and SigV4 signing, all delegated to botocore.
+
+botocore is an optional dependency (the ``[aws]`` extra) loaded here on first use, never at
+package import. Credentials come from botocore's standard chain (environment, shared config
+and profiles, SSO, container and instance roles) unless given explicitly; refreshable
+temporary credentials are frozen afresh for every request, so a long session keeps signing
+after a refresh. Only the headers that must be signed are (host, content type, the
+``x-amz-*``/``x-amzn-*`` headers): what a proxy may rewrite (``Connection``, ``User-Agent``)
+stays outside the signature.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+import requests
+
+from req_managed_agents._config import text_setting
+from req_managed_agents._redact import Secret, get_logger, register_secret
+from req_managed_agents.errors import ConfigurationError, MissingDependencyError
+
+__all__ = ["SIGNING_NAME", "AwsSigner", "load_botocore", "resolve_credentials", "resolve_region"]
+
+SIGNING_NAME = "bedrock-agentcore"
+_INSTALL_HINT = "pip install 'req-managed-agents[aws]'"
+
+
+def load_botocore() -> dict[str, ModuleType]:
+    """Import the botocore modules we use, or explain which extra to install."""
+    try:
+        modules = {
+            name: importlib.import_module(f"botocore.{name}")
+            for name in ("auth", "awsrequest", "credentials", "session")
+        }
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"Bedrock AgentCore needs botocore: {_INSTALL_HINT}", extra="aws"
+        ) from exc
+    # botocore logs canonical requests (with the session token) at DEBUG: mask them.
+    get_logger("botocore.auth")
+    return modules
+
+
+def resolve_region(explicit: str | None, session: Any) -> str:
+    """The region: explicit, ``AWS_REGION``, then botocore's (``AWS_DEFAULT_REGION``, the
+    profile's config)."""
+    region = text_setting(explicit, "AWS_REGION") or session.get_config_variable("region")
+    if not region:
+        raise ConfigurationError(
+            "no AWS region: pass region= or set AWS_REGION (or a profile region)"
+        )
+    return str(region)
+
+
+class AwsSigner:
+    """Signs prepared ``requests`` with SigV4 for service ``bedrock-agentcore``."""
+
+    def __init__(self, credentials: Any, region: str, botocore: Mapping[str, ModuleType]) -> None:
+        self.region = region
+        self._credentials = credentials
+        self._auth = botocore["auth"]
+        self._request_class = botocore["awsrequest"].AWSRequest
+        frozen = credentials.get_frozen_credentials()
+        for value in (frozen.secret_key, frozen.token):
+            if value:
+                register_secret(value)
+
+    def __repr__(self) -> str:
+        return f"AwsSigner(region={self.region!r}, credentials=***)"
+
+    @property
+    def access_key_id(self) -> str:
+        return str(self._credentials.get_frozen_credentials().access_key)
+
+    def __call__(self, request: requests.PreparedRequest) -> None:
+        frozen = self._credentials.get_frozen_credentials()
+        for value in (frozen.secret_key, frozen.token):
+            if value:
+                register_secret(value)  # a refresh may have brought new ones
+        signed_names = {
+            name
+            for name in request.headers
+            if name.lower() == "content-type" or name.lower().startswith(("x-amz-", "x-amzn-"))
+        }
+        url = request.url or ""
+        to_sign = self._request_class(
+            method=request.method,
+            url=url,
+            data=request.body or b"",
+            headers={name: request.headers[name] for name in signed_names},
+        )
+        self._auth.SigV4Auth(frozen, SIGNING_NAME, self.region).add_auth(to_sign)
+        for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
+            value = to_sign.headers.get(name)
+            if value is not None:
+                request.headers[name] = value
+
+
+def resolve_credentials(
+    explicit: Any, profile: str | None, botocore: Mapping[str, ModuleType]
+) -> tuple[Any, Any]:
+    """``(credentials, botocore session)`` from an explicit value or the standard chain.
+
+    ``explicit`` may be a botocore credentials object (anything with
+    ``get_frozen_credentials``) or a mapping with ``access_key_id``, ``secret_access_key``
+    and optionally ``session_token`` (``aws_``-prefixed names work too).
+    """
+    session = botocore["session"].Session(profile=profile)
+    if explicit is None:
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise ConfigurationError(
+                "no AWS credentials found (environment, profile, SSO, container or instance "
+                "role); pass credentials= or configure one"
+            )
+        return credentials, session
+    if hasattr(explicit, "get_frozen_credentials"):
+        return explicit, session
+    if isinstance(explicit, Mapping):
+
+        def pick(*names: str) -> str | None:
+            for name in names:
+                value = explicit.get(name) or explicit.get(f"aws_{name}")
+                if isinstance(value, Secret):
+                    return value.reveal()
+                if value:
+                    return str(value)
+            return None
+
+        key = pick("access_key_id")
+        secret = pick("secret_access_key")
+        if not key or not secret:
+            raise ConfigurationError("credentials need access_key_id and secret_access_key")
+        credentials = botocore["credentials"].Credentials(key, secret, pick("session_token"))
+        return credentials, session
+    raise ConfigurationError(
+        "credentials must be a botocore credentials object or a mapping of "
+        "access_key_id / secret_access_key / session_token"
+    )

@@ -1,0 +1,183 @@
+"""One AgentCore runtime session as a :class:`~req_managed_agents.providers.Conversation`.
+
+Every turn is one streamed ``InvokeHarness`` call. The harness runs the agent loop until it
+ends or needs a local tool (``stopReason: tool_use``); the next invocation carries the
+results. Events reach ``on_event`` live, frame by frame.
+
+A failed invocation is retried (up to ``invoke_retries`` more times, with backoff) when the
+failure says nothing about the turn itself: a stream that ends without ``messageStop``
+(truncated), a broken connection, corrupt framing, throttling or a 5xx. It is not retried
+after an exception or error frame (the harness's final word), after any other 4xx, or after
+``idle_timeout`` of silence (the invocation may still be running server-side; a second one
+would run the turn twice). Delivery to ``handle_event`` is at least once: the events of an
+attempt that was then retried have already been delivered, though only the final attempt's
+events make up the turn.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import requests
+
+from req_managed_agents._http import shutdown_response
+from req_managed_agents._redact import get_logger
+from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+from req_managed_agents.errors import (
+    IdleTimeoutError,
+    ManagedAgentsError,
+    ProviderStreamError,
+    RateLimitError,
+    ServerError,
+    SessionError,
+    StreamError,
+    TransportError,
+)
+from req_managed_agents.providers._base import Aborted, EventSink
+from req_managed_agents.providers.agentcore._client import AgentCoreClient
+from req_managed_agents.providers.agentcore._converse import (
+    ConverseFold,
+    Envelope,
+    resume_messages,
+    user_message,
+)
+
+__all__ = ["PROVIDER_NAME", "AgentCoreConversation"]
+
+PROVIDER_NAME = "agentcore"
+RETRY_BACKOFF_BASE = 1.0
+RETRY_BACKOFF_CAP = 8.0
+_log = get_logger(__name__)
+
+
+class TruncatedStreamError(StreamError):
+    """The invocation's stream ended before ``messageStop`` (internal; retried)."""
+
+
+class AgentCoreConversation:
+    """Drives one runtime session; created by :meth:`BedrockAgentCore.open_conversation`."""
+
+    def __init__(
+        self,
+        client: AgentCoreClient,
+        harness_arn: str,
+        runtime_session_id: str,
+        *,
+        request_options: Mapping[str, Any],
+        idle_timeout: float,
+        invoke_retries: int,
+        qualifier: str | None,
+        on_event: EventSink,
+        metadata: Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
+    ) -> None:
+        self.info = SessionInfo(
+            runtime_session_id, PROVIDER_NAME, {**metadata, "harness_arn": harness_arn}
+        )
+        self.harness_arn = harness_arn
+        self._client = client
+        self._options = dict(request_options)
+        self._idle_timeout = idle_timeout
+        self._retries = invoke_retries
+        self._qualifier = qualifier
+        self._on_event = on_event
+        self._telemetry = dict(telemetry_metadata)
+        self._aborted = threading.Event()
+        self._lock = threading.Lock()
+        self._response: requests.Response | None = None
+
+    def resume(self) -> TurnResult | None:
+        # The harness keeps a reattached session's history itself: nothing to consolidate.
+        return None
+
+    def send_prompt(self, prompt: str) -> TurnResult:
+        return self._turn([user_message(prompt)])
+
+    def send_tool_results(
+        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+    ) -> TurnResult:
+        return self._turn(resume_messages(tool_uses, results))
+
+    def unanswered_tool_uses(self) -> list[ToolUse]:
+        # Each invocation carries its own tool uses; nothing is left over between turns.
+        return []
+
+    def send_event(self, event: Mapping[str, Any]) -> None:
+        raise SessionError("Bedrock AgentCore takes no out-of-band events; send a prompt")
+
+    def interrupt(self) -> None:
+        # There is no interrupt call: closing the stream (abort) is all a client can do.
+        return None
+
+    def abort(self) -> None:
+        self._aborted.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            shutdown_response(response)
+
+    def close(self) -> None:
+        self.abort()
+
+    def _track(self, response: requests.Response) -> None:
+        with self._lock:
+            self._response = response
+        if self._aborted.is_set():
+            shutdown_response(response)
+
+    def _turn(self, messages: list[dict[str, Any]]) -> TurnResult:
+        body = {"messages": messages, **self._options}
+        attempt = 0
+        while True:
+            if self._aborted.is_set():
+                raise Aborted
+            fold = ConverseFold()
+
+            def live(event: Envelope, fold: ConverseFold = fold) -> None:
+                fold.add(event)
+                self._on_event(event)
+
+            try:
+                events = self._client.invoke_harness(
+                    self.harness_arn,
+                    self.info.session_id,
+                    body,
+                    on_event=live,
+                    idle_timeout=self._idle_timeout,
+                    qualifier=self._qualifier,
+                    cancelled=self._aborted,
+                    on_response=self._track,
+                    telemetry_metadata=self._telemetry,
+                )
+                if fold.stop_reason is None:
+                    raise TruncatedStreamError("the harness stream ended without messageStop")
+                return fold.result(events)
+            except ManagedAgentsError as exc:
+                if self._aborted.is_set():
+                    raise Aborted from exc
+                if attempt >= self._retries or not _retryable(exc):
+                    raise
+                delay = _backoff(attempt, exc)
+                _log.info("retrying InvokeHarness in %.2f s after: %s", delay, exc)
+            finally:
+                with self._lock:
+                    self._response = None
+            if self._aborted.wait(delay):
+                raise Aborted
+            attempt += 1
+
+
+def _retryable(error: ManagedAgentsError) -> bool:
+    if isinstance(error, (ProviderStreamError, IdleTimeoutError)):
+        return False
+    return isinstance(error, (StreamError, RateLimitError, ServerError, TransportError))
+
+
+def _backoff(attempt: int, error: ManagedAgentsError) -> float:
+    if isinstance(error, RateLimitError) and error.retry_after is not None:
+        return error.retry_after
+    delay = min(RETRY_BACKOFF_CAP, RETRY_BACKOFF_BASE * 2.0**attempt)
+    return delay * (1 - 0.25 * random.random())

@@ -1,0 +1,153 @@
+"""Bringing an AgentCore harness to ``READY`` within one wall-clock budget.
+
+There is no waiter for harnesses, so we poll ``GetHarness``. Statuses are open strings:
+``READY`` ends the wait; ``CREATING``/``UPDATING`` continue it; a ``*_FAILED`` status,
+``DELETING`` (it can never become ready) or any status we do not know end it with a named
+error at once. One monotonic deadline covers the create, every poll and every request
+timeout, so a caller's budget is never overrun by a poll cadence or a slow request. A harness
+this call created and could not bring to ``READY`` is deleted (best effort, with its own small
+budget) before the error is raised: a failed provision leaves nothing billable behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
+from req_managed_agents.errors import (
+    HarnessDeletingError,
+    HarnessFailedError,
+    HarnessNotReadyError,
+    HarnessReadyTimeoutError,
+    HarnessUnknownStatusError,
+    ManagedAgentsError,
+)
+from req_managed_agents.providers.agentcore._client import AgentCoreClient
+
+__all__ = [
+    "DEFAULT_PROVISION_TIMEOUT",
+    "classify_status",
+    "create_harness_and_wait",
+    "wait_until_ready",
+]
+
+DEFAULT_PROVISION_TIMEOUT = 365.0
+MAX_POLL_INTERVAL = 5.0
+MIN_POLL_INTERVAL = 0.05
+ROLLBACK_TIMEOUT = 30.0
+_log = get_logger(__name__)
+
+_PENDING = frozenset({"CREATING", "UPDATING"})
+_FAILED = frozenset({"CREATE_FAILED", "UPDATE_FAILED", "DELETE_FAILED"})
+
+
+def classify_status(status: object) -> str:
+    """``ready``, ``pending``, ``failed``, ``deleting`` or ``unknown`` for a harness status."""
+    if status == "READY":
+        return "ready"
+    if status in _PENDING:
+        return "pending"
+    if status in _FAILED:
+        return "failed"
+    if status == "DELETING":
+        return "deleting"
+    return "unknown"
+
+
+def poll_interval_for(timeout: float) -> float:
+    """A cadence that polls about a dozen times within the budget, between 50 ms and 5 s."""
+    return max(MIN_POLL_INTERVAL, min(MAX_POLL_INTERVAL, timeout / 12))
+
+
+def wait_until_ready(
+    client: AgentCoreClient,
+    harness_id: str,
+    *,
+    deadline: float,
+    poll_interval: float,
+) -> dict[str, Any]:
+    """Poll until the harness is ``READY`` (returned) or a named error says why not."""
+    started = time.monotonic()
+    polls = 0
+    status: str | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HarnessReadyTimeoutError(
+                harness_id,
+                status,
+                elapsed=time.monotonic() - started,
+                polls=polls,
+                detail="did not become READY in time",
+            )
+        harness = client.get_harness(harness_id, timeout=remaining)
+        polls += 1
+        status = str(harness.get("status")) if harness.get("status") is not None else None
+        elapsed = time.monotonic() - started
+        telemetry.emit(
+            "provision.poll",
+            {"elapsed": elapsed, "polls": polls},
+            {"harness_id": harness_id, "status": status},
+        )
+        kind = classify_status(status)
+        if kind == "ready":
+            return harness
+        if kind != "pending":
+            raise _not_ready(kind, harness_id, status, harness.get("failureReason"), elapsed, polls)
+        time.sleep(max(0.0, min(poll_interval, deadline - time.monotonic())))
+
+
+def _not_ready(
+    kind: str, harness_id: str, status: str | None, reason: object, elapsed: float, polls: int
+) -> HarnessNotReadyError:
+    if kind == "failed":
+        detail = f"failed: {reason}" if reason else "failed"
+        return HarnessFailedError(harness_id, status, elapsed=elapsed, polls=polls, detail=detail)
+    if kind == "deleting":
+        return HarnessDeletingError(
+            harness_id, status, elapsed=elapsed, polls=polls, detail="is being deleted"
+        )
+    return HarnessUnknownStatusError(
+        harness_id, status, elapsed=elapsed, polls=polls, detail="reported an unknown status"
+    )
+
+
+def create_harness_and_wait(
+    client: AgentCoreClient,
+    body: Mapping[str, Any],
+    *,
+    timeout: float = DEFAULT_PROVISION_TIMEOUT,
+    poll_interval: float | None = None,
+) -> dict[str, Any]:
+    """``CreateHarness``, then wait for ``READY`` within ``timeout`` seconds in total.
+
+    Returns the ready harness. On any failure after the create, the new harness is deleted
+    before the error propagates.
+    """
+    if timeout <= 0:
+        raise ValueError("timeout must be positive")
+    deadline = time.monotonic() + timeout
+    harness = client.create_harness(body)
+    harness_id = str(harness["harnessId"])
+    try:
+        return wait_until_ready(
+            client,
+            harness_id,
+            deadline=deadline,
+            poll_interval=poll_interval
+            if poll_interval is not None
+            else poll_interval_for(timeout),
+        )
+    except BaseException:
+        _rollback(client, harness_id)
+        raise
+
+
+def _rollback(client: AgentCoreClient, harness_id: str) -> None:
+    try:
+        client.delete_harness(harness_id, timeout=ROLLBACK_TIMEOUT)
+    except ManagedAgentsError as exc:
+        _log.warning("could not delete harness %s after a failed provision: %s", harness_id, exc)

@@ -1,0 +1,214 @@
+"""``BedrockAgentCore``: the AWS Bedrock AgentCore Harness provider for the drivers."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import requests
+
+from req_managed_agents._config import setting, text_setting
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.providers._base import EventSink, handle_id
+from req_managed_agents.providers.agentcore._aws import (
+    AwsSigner,
+    load_botocore,
+    resolve_credentials,
+    resolve_region,
+)
+from req_managed_agents.providers.agentcore._client import AgentCoreClient
+from req_managed_agents.providers.agentcore._conversation import (
+    PROVIDER_NAME,
+    AgentCoreConversation,
+)
+from req_managed_agents.providers.agentcore._converse import inline_function
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
+
+DEFAULT_IDLE_TIMEOUT = 300.0
+DEFAULT_INVOKE_RETRIES = 2
+# AgentCore requires runtime session ids of 33 to 100 characters of this shape.
+_RUNTIME_SESSION_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{32,99}$")
+_OPTIONS = frozenset(
+    {
+        "harness_arn",
+        "harness",
+        "runtime_session_id",
+        "timeout_seconds",
+        "max_iterations",
+        "max_tokens",
+        "idle_timeout",
+        "system_prompt",
+        "model",
+        "tools",
+        "allowed_tools",
+        "actor_id",
+        "qualifier",
+        "invoke_retries",
+    }
+)
+
+
+def new_runtime_session_id() -> str:
+    """A fresh runtime session id in the shape AgentCore requires."""
+    return f"rma-{uuid.uuid4().hex}"
+
+
+class BedrockAgentCore:
+    """AWS Bedrock AgentCore Harness (``InvokeHarness`` over SigV4-signed event streams).
+
+    Credentials and region come from botocore's standard chain unless given: environment,
+    shared config and ``profile``, SSO, container and instance roles; temporary credentials
+    refresh by themselves. ``endpoint_url`` / ``control_endpoint_url`` override the data and
+    control plane hosts (also ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE`` and
+    ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL``). ``timeout`` bounds each control-plane
+    request; ``idle_timeout`` is the longest silence tolerated inside a streamed invocation.
+    Needs the ``[aws]`` extra.
+
+    Driver options: ``harness_arn`` (or ``harness=`` handle), ``runtime_session_id``
+    (generated when omitted; passing one reattaches to that session), the per-invocation
+    limits ``timeout_seconds``, ``max_iterations``, ``max_tokens``, and ``system_prompt``,
+    ``model`` (an id or a model config), ``tools`` (a ``Tools`` registry or declarations, sent
+    as ``inline_function`` tools), ``allowed_tools``, ``actor_id``, ``qualifier``,
+    ``idle_timeout``, ``invoke_retries`` (default 2).
+    """
+
+    name = PROVIDER_NAME
+
+    def __init__(
+        self,
+        region: str | None = None,
+        *,
+        credentials: Any = None,
+        profile: str | None = None,
+        endpoint_url: str | None = None,
+        control_endpoint_url: str | None = None,
+        timeout: float = 60.0,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_retries: int = 2,
+        http: requests.Session | None = None,
+    ) -> None:
+        if timeout <= 0 or idle_timeout <= 0:
+            raise ConfigurationError("timeout and idle_timeout must be positive")
+        botocore = load_botocore()
+        aws_credentials, session = resolve_credentials(credentials, profile, botocore)
+        resolved_region = resolve_region(region, session)
+        data_url = text_setting(
+            endpoint_url,
+            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE",
+            f"https://bedrock-agentcore.{resolved_region}.amazonaws.com",
+        )
+        control_url = text_setting(
+            control_endpoint_url,
+            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL",
+            f"https://bedrock-agentcore-control.{resolved_region}.amazonaws.com",
+        )
+        self.client = AgentCoreClient(
+            AwsSigner(aws_credentials, resolved_region, botocore),
+            data_url=str(data_url),
+            control_url=str(control_url),
+            timeout=timeout,
+            idle_timeout=idle_timeout,
+            max_retries=max_retries,
+            http=http,
+        )
+
+    def __repr__(self) -> str:
+        return f"BedrockAgentCore(region={self.client.region!r}, credentials=***)"
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self.client.close()
+
+    def __enter__(self) -> BedrockAgentCore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def open_conversation(
+        self,
+        options: Mapping[str, Any],
+        *,
+        on_event: EventSink,
+        metadata: Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
+    ) -> AgentCoreConversation:
+        """Prepare a runtime session; nothing is sent until the first prompt."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigurationError(
+                f"unknown option(s) for Bedrock AgentCore: {', '.join(sorted(unknown))} "
+                f"(allowed: {', '.join(sorted(_OPTIONS))})"
+            )
+        harness = options.get("harness")
+        harness_arn = options.get("harness_arn") or (
+            handle_id(harness, "harness_arn", "arn") if harness else None
+        )
+        if not harness_arn:
+            raise ConfigurationError("an AgentCore session needs harness_arn= (or harness=)")
+        runtime_session_id = options.get("runtime_session_id") or new_runtime_session_id()
+        if not _RUNTIME_SESSION_ID.match(str(runtime_session_id)):
+            raise ConfigurationError(
+                "runtime_session_id must be 33-100 letters, digits, '-' or '_', "
+                "starting with a letter or digit"
+            )
+        idle_timeout = setting(options.get("idle_timeout"), None, self.client.idle_timeout, float)
+        retries = setting(options.get("invoke_retries"), None, DEFAULT_INVOKE_RETRIES, int)
+        if idle_timeout <= 0 or retries < 0:
+            raise ConfigurationError("idle_timeout must be positive, invoke_retries >= 0")
+        return AgentCoreConversation(
+            self.client,
+            str(harness_arn),
+            str(runtime_session_id),
+            request_options=_request_options(options),
+            idle_timeout=idle_timeout,
+            invoke_retries=retries,
+            qualifier=options.get("qualifier"),
+            on_event=on_event,
+            metadata=metadata,
+            telemetry_metadata=telemetry_metadata,
+        )
+
+
+def _request_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The optional ``InvokeHarness`` members; absent options are omitted, never null."""
+    body: dict[str, Any] = {}
+    for option, member in (
+        ("timeout_seconds", "timeoutSeconds"),
+        ("max_iterations", "maxIterations"),
+        ("max_tokens", "maxTokens"),
+    ):
+        value = options.get(option)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigurationError(f"{option} must be a positive integer")
+            body[member] = value
+    system_prompt = options.get("system_prompt")
+    if system_prompt:
+        body["systemPrompt"] = (
+            [{"text": system_prompt}] if isinstance(system_prompt, str) else list(system_prompt)
+        )
+    model = options.get("model")
+    if model:
+        body["model"] = (
+            {"bedrockModelConfig": {"modelId": model}} if isinstance(model, str) else dict(model)
+        )
+    tools = options.get("tools")
+    if tools is not None:
+        body["tools"] = _tools(tools)
+    if options.get("allowed_tools") is not None:
+        body["allowedTools"] = list(options["allowed_tools"])
+    if options.get("actor_id"):
+        body["actorId"] = str(options["actor_id"])
+    return body
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    """A ``Tools`` registry, neutral declarations, or AgentCore tool objects as-is."""
+    declarations: Sequence[Mapping[str, Any]] = (
+        tools.schemas() if hasattr(tools, "schemas") else list(tools)
+    )
+    return [dict(tool) if "type" in tool else inline_function(tool) for tool in declarations]

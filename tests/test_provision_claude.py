@@ -1,0 +1,267 @@
+"""Provisioning against the Claude emulator: idempotence, recovery, the environment lifecycle."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from req_managed_agents import (
+    ClaudeManagedAgents,
+    EnvironmentArchivedError,
+    PartialPruneError,
+    ProvisioningError,
+    Tools,
+    UnknownTagError,
+    run_to_completion,
+)
+from req_managed_agents.provisioner import (
+    AgentSpec,
+    EnvironmentSpec,
+    FileStore,
+    MemoryStore,
+    Runtime,
+    ensure_environment,
+    provision,
+    prune_environments,
+    resolve,
+    tag,
+    teardown,
+)
+from req_managed_agents.testing import ClaudeEmulator, Turn
+
+SPEC = AgentSpec(name="support", system_prompt="Be brief.", model="claude-sonnet-4-6")
+
+
+@pytest.fixture
+def emulator() -> Iterator[ClaudeEmulator]:
+    with ClaudeEmulator([Turn(text="hello")], unique_names=True, ping_interval=0.2) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def provider(emulator: ClaudeEmulator) -> Iterator[ClaudeManagedAgents]:
+    with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url, timeout=5) as p:
+        yield p
+
+
+def creates(emulator: ClaudeEmulator, path: str) -> int:
+    return sum(1 for r in emulator.requests if r.method == "POST" and r.path == path)
+
+
+def test_repeat_provision_makes_no_create_calls(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    first = provision(provider, SPEC, store=store)
+    requests_after_first = len(emulator.requests)
+    second = provision(provider, SPEC, store=store)
+    assert second == first
+    assert len(emulator.requests) == requests_after_first, "a cached provision makes no call"
+    assert creates(emulator, "/v1/agents") == 1
+    assert creates(emulator, "/v1/environments") == 1
+    assert first.name.startswith("support_")
+    assert len(first.name) == len("support_") + 8
+
+
+def test_a_lost_store_finds_the_existing_resources_by_name(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    first = provision(provider, SPEC, store=MemoryStore())
+    again = provision(provider, SPEC, store=MemoryStore())
+    assert again == first
+    assert creates(emulator, "/v1/agents") == 1
+
+
+def test_changed_content_is_a_new_agent_and_the_handle_drives_a_session(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    first = provision(provider, SPEC, store=store)
+    changed = provision(
+        provider,
+        AgentSpec(name="support", system_prompt="Be thorough.", model="claude-sonnet-4-6"),
+        store=store,
+    )
+    assert changed.agent_id != first.agent_id
+    assert changed.environment_id == first.environment_id, "same environment content is shared"
+    result = run_to_completion(provider, "hi", handler=Tools(), agent=changed, timeout=10)
+    assert result.text == "hello"
+
+
+def test_agent_body_carries_tools_and_a_bare_model_id(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    tools = Tools()
+
+    @tools.tool
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    spec = AgentSpec(
+        name="tools", system_prompt="x", model="anthropic:claude-sonnet-4-6", tools=tools
+    )
+    provision(provider, spec, store=MemoryStore())
+    body = next(r.body for r in emulator.requests if r.method == "POST" and r.path == "/v1/agents")
+    assert body["model"] == "claude-sonnet-4-6"
+    assert body["tools"] == [{"type": "custom", **tools.schemas()[0]}]
+
+
+def test_teardown_archives_the_agent_and_forgets_it(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    handle = provision(provider, SPEC, store=store)
+    teardown(provider, handle, store=store)
+    assert provider.client.get_agent(handle.agent_id)["archived_at"]
+    with pytest.raises(ProvisioningError, match="taken by an archived"):
+        provision(provider, SPEC, store=store)  # this emulator keeps archived names taken
+
+
+def test_provision_after_teardown_creates_a_fresh_agent_where_names_may_repeat() -> None:
+    with (
+        ClaudeEmulator([Turn(text="hi")]) as emulator,
+        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+    ):
+        store = MemoryStore()
+        first = provision(provider, SPEC, store=store)
+        teardown(provider, first, store=store)
+        second = provision(provider, SPEC, store=store)
+    assert second.agent_id != first.agent_id
+    assert second.name == first.name
+
+
+def test_teardown_by_spec_finds_the_agent_by_name(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    handle = provision(provider, SPEC, store=MemoryStore())
+    teardown(provider, SPEC, store=MemoryStore())
+    assert provider.client.get_agent(handle.agent_id)["archived_at"]
+
+
+def test_two_processes_provisioning_at_once_make_one_resource(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    store_path = tmp_path / "store.json"
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from req_managed_agents import ClaudeManagedAgents
+        from req_managed_agents.provisioner import AgentSpec, FileStore, provision
+        provider = ClaudeManagedAgents({emulator.api_key!r}, base_url={emulator.base_url!r})
+        spec = AgentSpec(name="support", system_prompt="Be brief.", model="claude-sonnet-4-6")
+        handle = provision(provider, spec, store=FileStore({str(store_path)!r}))
+        print(json.dumps([handle.agent_id, handle.environment_id]))
+        """
+    )
+    children = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outputs = [child.communicate(timeout=60)[0] for child in children]
+    assert all(child.returncode == 0 for child in children)
+    assert len({output.strip() for output in outputs}) == 1, outputs
+    assert creates(emulator, "/v1/agents") == 1
+    assert creates(emulator, "/v1/environments") == 1
+    stored = json.loads(store_path.read_text())
+    assert sum(1 for key in stored if key.startswith("provision:")) == 2
+
+
+def test_ensure_environment_merges_runtime_hosts_and_returns_the_bootstrap(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    spec = EnvironmentSpec(
+        {"type": "cloud", "networking": {"type": "limited", "allowed_hosts": ["api.example.com"]}},
+        runtimes=[Runtime("python", "3.12.4")],
+    )
+    handle = ensure_environment(provider, spec, name="data", store=MemoryStore())
+    body = next(
+        r.body for r in emulator.requests if r.method == "POST" and r.path == "/v1/environments"
+    )
+    hosts = body["config"]["networking"]["allowed_hosts"]
+    assert hosts[0] == "api.example.com"
+    assert "mise.jdx.dev" in hosts
+    assert "runtimes" not in body["config"]
+    assert handle.bootstrap is not None
+    assert "mise use --global 'python@3.12.4'" in handle.bootstrap.script
+    assert handle.name == f"data_{handle.digest}"
+
+
+def test_an_archived_environment_name_is_a_named_error(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    spec = EnvironmentSpec({"type": "cloud"})
+    handle = ensure_environment(provider, spec, name="old", store=MemoryStore())
+    provider.client.archive_environment(handle.environment_id)
+    with pytest.raises(EnvironmentArchivedError) as caught:
+        ensure_environment(provider, spec, name="old", store=MemoryStore())
+    assert caught.value.name == handle.name
+
+
+def versions(provider: ClaudeManagedAgents, base: str, count: int, store: Any) -> list[Any]:
+    handles = []
+    for i in range(count):
+        spec = EnvironmentSpec({"type": "cloud", "metadata_version": i})
+        handles.append(ensure_environment(provider, spec, name=base, store=store))
+        time.sleep(0.002)  # distinct created_at
+    return handles
+
+
+def test_tag_resolve_and_prune_keep_the_newest_and_the_tagged(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    data = versions(provider, "data", 5, store)
+    other = versions(provider, "data_analysis", 2, store)
+    tag("data", "prod", data[0], store=store)
+    assert resolve("data:prod", store=store).environment_id == data[0].environment_id
+    result = prune_environments(provider, "data", keep=2, store=store)
+    assert result.archived == (data[1].name, data[2].name)
+    assert set(result.kept) == {data[4].name, data[3].name, data[0].name}
+    live = {e["name"] for e in provider.client.list_environments()}
+    assert {h.name for h in other} <= live, "another base is never touched"
+    assert resolve("data:prod", store=store).name == data[0].name
+
+
+def test_resolve_never_falls_back(provider: ClaudeManagedAgents, emulator: ClaudeEmulator) -> None:
+    store = MemoryStore()
+    versions(provider, "web", 1, store)
+    with pytest.raises(UnknownTagError):
+        resolve("web:prod", store=store)
+    with pytest.raises(ValueError, match="base:tag"):
+        resolve("web", store=store)
+
+
+def test_prune_needs_keep_and_reports_partial_failure(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    handles = versions(provider, "batch", 3, store)
+    with pytest.raises(TypeError):
+        prune_environments(provider, "batch", store=store)  # type: ignore[call-arg]
+    emulator.fail_requests(
+        "POST", rf"/v1/environments/{handles[1].environment_id}/archive", 400, times=1
+    )
+    with pytest.raises(PartialPruneError) as caught:
+        prune_environments(provider, "batch", keep=0, store=store)
+    assert caught.value.archived == (handles[0].name,)
+    assert caught.value.failed_name == handles[1].name
+
+
+def test_file_store_survives_between_runs(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    path = tmp_path / "handles.json"
+    first = provision(provider, SPEC, store=FileStore(path))
+    requests_before = len(emulator.requests)
+    second = provision(provider, SPEC, store=FileStore(path))
+    assert second == first
+    assert len(emulator.requests) == requests_before
