@@ -50,6 +50,17 @@ terminated/error ending). Options: ``ping_interval`` (seconds of silence before 
 ``heartbeat="comment"|"event"`` (``: ping`` line or ``event: ping`` frame), ``sse_ids=True``
 (``id:`` lines on frames) and ``unique_names=True`` (a taken agent or environment name is a 409).
 
+Files work as with the service: the Files API (``POST /v1/files`` multipart upload whose
+``file`` part must carry a content type; ``GET /v1/files``, by ``scope_id=<session id>``
+too; metadata; ``/content`` download; delete) needs no beta header, except that listing by
+``scope_id`` needs ``managed-agents-2026-04-01``. Session resources
+(``/v1/sessions/{id}/resources``, or ``resources`` at creation) mount a read-only copy with a
+file id of its own under ``/mnt/session/uploads``. ``Turn(outputs={"report.csv": b"..."})``
+has the agent write files to ``/mnt/session/outputs/``: each becomes a downloadable file
+scoped to the session before the turn ends, and ``add_output(session_id, name, data)`` places
+one directly. Uploads are not downloadable, unless the emulator is built with
+``downloadable_uploads=True``.
+
 With pytest, the ``claude_emulator`` fixture (from ``req_managed_agents.testing.pytest_plugin``)
 yields a fresh ``ClaudeEmulator()`` per test and closes it afterwards.
 
@@ -65,8 +76,9 @@ Faults, usable at any time (also while a session runs):
 * ``terminate_session(session_id)`` fails the session as the service would.
 
 For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_id)`` (the
-log), ``session_ids()``, ``stream_connections(session_id)`` (:class:`StreamConnection`
-snapshots), ``open_stream_count(session_id)`` and ``wait_until(predicate, timeout)``.
+log), ``session_ids()``, ``files(session_id=None)`` (file metadata),
+``stream_connections(session_id)`` (:class:`StreamConnection` snapshots),
+``open_stream_count(session_id)`` and ``wait_until(predicate, timeout)``.
 ``close()`` (or leaving the ``with`` block) ends open streams and joins the emulator's threads.
 
 :class:`AgentCoreEmulator` is the AWS Bedrock AgentCore Harness service, on two loopback

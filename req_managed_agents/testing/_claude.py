@@ -12,7 +12,11 @@ deterministic:
   ``session.status_running`` that opens a turn is logged before the POST returns; the rest of
   the turn follows on a background thread after the turn's ``delay``;
 * archiving a session sets ``archived_at`` and the status ``terminated`` and logs no event;
-* deleting a session logs ``session.deleted``, which ends its open streams.
+* deleting a session logs ``session.deleted``, which ends its open streams, and deletes its
+  files: its outputs (as the service does) and the copies mounted by its resources;
+* a turn's outputs are listed as soon as the turn writes them (the service can lag seconds);
+* ``GET /v1/files`` without ``scope_id`` lists every file: uploads, mounted copies and
+  outputs, newest first; deleting a session resource deletes its mounted copy.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import mimetypes
+import posixpath
 import re
 import secrets
 import time
 from collections import deque
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import ToolCall, call
@@ -35,7 +42,7 @@ from req_managed_agents.testing._server import (
     LoopbackEmulator,
     RecordedRequest,
     RequestFault,
-    StreamConnection,
+    parse_form_data,
 )
 
 if TYPE_CHECKING:
@@ -88,14 +95,20 @@ _AGENT_FIELDS = frozenset(
     }
 )
 _ENVIRONMENT_FIELDS = frozenset({"name", "config", "description", "metadata", "scope"})
-_SESSION_FIELDS = frozenset({"agent", "environment_id", "metadata", "title"})
+_SESSION_FIELDS = frozenset({"agent", "environment_id", "metadata", "title", "resources"})
+_FILE_RESOURCE_FIELDS = frozenset({"type", "file_id", "mount_path"})
 _LIST_FIELDS = ("tools", "mcp_servers", "skills")  # null clears them to []
 
 # A stream re-checks for a vanished client at least this often (seconds).
 _DISCONNECT_POLL = 0.1
 _MAX_EVENTS_PAGE = 1000
 _MAX_RESOURCE_PAGE = 100
+_MAX_FILES_PAGE = 1000
 _DEFAULT_PAGE = 20
+_MAX_SESSION_FILES = 500
+
+# Mount paths are rooted here; the agent reads its inputs from this directory.
+_UPLOADS_DIR = "/mnt/session/uploads"
 
 
 _ENDS = ("end_turn", "terminated", "error")
@@ -110,6 +123,9 @@ class Turn:
     ``delay`` is how long the turn "thinks" after ``session.status_running``. ``end`` picks
     the ending: ``"end_turn"`` (idle; ``requires_action`` when there are ``tool_calls``),
     ``"terminated"`` or ``"error"`` (a terminal ``session.error``, then terminated).
+    ``outputs`` maps file names to the bytes the agent writes under
+    ``/mnt/session/outputs/``; each becomes a downloadable file scoped to the session
+    before the turn's final status event.
     """
 
     text: str | Callable[[list[str]], str] = ""
@@ -118,6 +134,7 @@ class Turn:
     usage: tuple[int, int] = (10, 5)
     delay: float = 0.0
     end: Literal["end_turn", "terminated", "error"] = "end_turn"
+    outputs: Mapping[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.end not in _ENDS:
@@ -127,6 +144,8 @@ class Turn:
         # Tuples, so a script cannot change under a running session.
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         object.__setattr__(self, "server_tool_calls", tuple(self.server_tool_calls))
+        outputs = {name: _output_bytes(name, data) for name, data in self.outputs.items()}
+        object.__setattr__(self, "outputs", MappingProxyType(outputs))
 
 
 _SCRIPT_FINISHED = Turn(text="(script finished)")
@@ -137,13 +156,25 @@ def _as_script(script: Sequence[Turn | str] | None) -> tuple[Turn, ...]:
     return tuple(Turn(text=t) if isinstance(t, str) else t for t in script or ())
 
 
+def _output_bytes(name: Any, data: Any) -> bytes:
+    """Check an output the agent writes: a plain file name (no directories) and bytes."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name:
+        raise ValueError(f"an output needs a plain file name, not {name!r}")
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"output {name!r} must be bytes, not {type(data).__name__}")
+    return bytes(data)
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
 
+def _stamp(moment: datetime, timespec: str = "milliseconds") -> str:
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
 def _now() -> str:
-    stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
+    return _stamp(datetime.now(timezone.utc))
 
 
 class _APIError(Exception):
@@ -237,6 +268,40 @@ def _flag(request: RecordedRequest, name: str) -> bool:
     return (_query(request, name) or "").lower() in ("true", "1")
 
 
+def _betas(request: RecordedRequest) -> set[str]:
+    return {b.strip() for b in request.headers.get("anthropic-beta", "").split(",")}
+
+
+def _is_files_path(path: str) -> bool:
+    """The Files API is generally available: its paths need no beta header."""
+    return path == "/v1/files" or path.startswith("/v1/files/")
+
+
+def _mount_path(mount_path: Any, file_id: str, where: str) -> str:
+    """Where a mounted file lands: every mount path is rooted under the uploads directory."""
+    if mount_path is None:
+        return f"{_UPLOADS_DIR}/{file_id}"
+    if not isinstance(mount_path, str):
+        raise _invalid(f"{where}mount_path: must be a string")
+    path = posixpath.normpath("/" + mount_path.lstrip("/"))  # ".." cannot climb out
+    if path == "/":
+        raise _invalid(f"{where}mount_path: must name a file")
+    return _UPLOADS_DIR + path
+
+
+@dataclass
+class _StoredFile:
+    """A Files API file: the metadata the API answers, and the bytes behind it."""
+
+    record: dict[str, Any]
+    data: bytes = field(repr=False)
+
+    @property
+    def scope_id(self) -> str | None:
+        scope = self.record.get("scope")
+        return None if scope is None else str(scope["id"])
+
+
 class _Session:
     """A session's REST object plus what the emulator needs to play its script."""
 
@@ -266,6 +331,8 @@ class ClaudeEmulator(LoopbackEmulator):
     which a stream writes a heartbeat, in the form ``heartbeat`` names (``"comment"``: a
     ``: ping`` line; ``"event"``: an ``event: ping`` frame). ``unique_names`` makes a second
     agent or environment of the same name a 409. ``sse_ids`` adds ``id:`` lines to frames.
+    ``downloadable_uploads`` marks uploaded files downloadable, which the real API never
+    does, for tests that want their uploads back.
     """
 
     def __init__(
@@ -277,6 +344,7 @@ class ClaudeEmulator(LoopbackEmulator):
         heartbeat: Literal["comment", "event"] = "comment",
         unique_names: bool = False,
         sse_ids: bool = False,
+        downloadable_uploads: bool = False,
     ) -> None:
         if ping_interval <= 0:
             raise ValueError("ping_interval must be positive")
@@ -289,11 +357,14 @@ class ClaudeEmulator(LoopbackEmulator):
         self._heartbeat = _HEARTBEATS[heartbeat]
         self._unique_names = unique_names
         self._sse_ids = sse_ids
+        self._downloadable_uploads = downloadable_uploads
         self._agents: dict[str, dict[str, Any]] = {}
         self._agent_scripts: dict[str, tuple[Turn, ...]] = {}
         self._environments: dict[str, dict[str, Any]] = {}
         self._sessions: dict[str, _Session] = {}
         self._cursors: dict[str, tuple[str, int]] = {}
+        self._files: dict[str, _StoredFile] = {}  # oldest first
+        self._last_file_time = datetime.min.replace(tzinfo=timezone.utc)
         one = r"([A-Za-z0-9_\-]+)"
         routes: list[tuple[str, str, Callable[..., Any]]] = [
             ("POST", "/v1/agents", self._create_agent),
@@ -315,6 +386,15 @@ class ClaudeEmulator(LoopbackEmulator):
             ("POST", f"/v1/sessions/{one}/events", self._post_events),
             ("GET", f"/v1/sessions/{one}/events", self._list_events),
             ("GET", f"/v1/sessions/{one}/events/stream", self._stream_events),
+            ("POST", f"/v1/sessions/{one}/resources", self._add_resource),
+            ("GET", f"/v1/sessions/{one}/resources", self._list_resources),
+            ("GET", f"/v1/sessions/{one}/resources/{one}", self._get_resource),
+            ("DELETE", f"/v1/sessions/{one}/resources/{one}", self._delete_resource),
+            ("POST", "/v1/files", self._upload_file),
+            ("GET", "/v1/files", self._list_files),
+            ("GET", f"/v1/files/{one}", self._get_file),
+            ("DELETE", f"/v1/files/{one}", self._delete_file),
+            ("GET", f"/v1/files/{one}/content", self._download_file),
         ]
         self._routes = [(method, re.compile(path), route) for method, path, route in routes]
         self._start()
@@ -372,6 +452,16 @@ class ClaudeEmulator(LoopbackEmulator):
         with self._condition:
             self._terminate(self._known_session(session_id))
 
+    def add_output(self, session_id: str, name: str, data: bytes) -> dict[str, Any]:
+        """Store a file as if the session's agent had written ``/mnt/session/outputs/<name>``;
+        return its metadata. Writing a name again adds a newer file of that name."""
+        content = _output_bytes(name, data)
+        with self._condition:
+            session = self._known_session(session_id)
+            if session.deleted:
+                raise ValueError(f"session {session_id!r} was deleted")
+            return copy.deepcopy(self._write_output(session, name, content).record)
+
     # --- observation for tests --------------------------------------------------------------
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
@@ -384,12 +474,15 @@ class ClaudeEmulator(LoopbackEmulator):
         with self._condition:
             return list(self._sessions)
 
-    def stream_connections(self, session_id: str | None = None) -> list[StreamConnection]:
-        """Snapshots of the stream connections of a session (of all sessions when None)."""
-        return self._stream_connections(session_id)
-
-    def open_stream_count(self, session_id: str | None = None) -> int:
-        return sum(c.closed_at is None for c in self._stream_connections(session_id))
+    def files(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Metadata of the stored files, oldest first (copies): every file, or only those
+        scoped to ``session_id`` (its outputs)."""
+        with self._condition:
+            return [
+                copy.deepcopy(f.record)
+                for f in self._files.values()
+                if session_id in (None, f.scope_id)
+            ]
 
     # --- dispatch -------------------------------------------------------------------------
 
@@ -435,8 +528,7 @@ class ClaudeEmulator(LoopbackEmulator):
             raise _APIError(401, "invalid x-api-key")
         if "anthropic-version" not in request.headers:
             raise _invalid("anthropic-version: header is required")
-        betas = {b.strip() for b in request.headers.get("anthropic-beta", "").split(",")}
-        if BETA not in betas:
+        if BETA not in _betas(request) and not _is_files_path(request.path):
             raise _APIError(404, f"Not found (this API needs the anthropic-beta header {BETA})")
 
     def _route(self, request: RecordedRequest) -> tuple[Callable[..., Any], tuple[str, ...]]:
@@ -454,11 +546,12 @@ class ClaudeEmulator(LoopbackEmulator):
         scope: str,
         max_limit: int,
         with_prev: bool = False,
+        default_limit: int = _DEFAULT_PAGE,
     ) -> dict[str, Any]:
         """Cut ``items`` into pages behind opaque cursors; a cursor only works in its scope."""
         raw_limit = _query(request, "limit")
         try:
-            limit = _DEFAULT_PAGE if raw_limit is None else int(raw_limit)
+            limit = default_limit if raw_limit is None else int(raw_limit)
         except ValueError:
             raise _invalid("limit: must be an integer") from None
         if not 1 <= limit <= max_limit:
@@ -713,6 +806,11 @@ class ClaudeEmulator(LoopbackEmulator):
         environment_id = body.get("environment_id")
         if not isinstance(environment_id, str):
             raise _invalid("environment_id: Field required")
+        resources = body.get("resources") or []
+        if not isinstance(resources, list):
+            raise _invalid("resources: Input should be a valid list")
+        if len(resources) > _MAX_SESSION_FILES:
+            raise _invalid(f"resources: a session can have at most {_MAX_SESSION_FILES} files")
         with self._condition:
             agent = self._agent(agent_id)
             environment = self._environment(environment_id)
@@ -720,6 +818,10 @@ class ClaudeEmulator(LoopbackEmulator):
                 raise _invalid(f"agent {agent_id!r} is archived")
             if environment["archived_at"]:
                 raise _invalid(f"environment {environment_id!r} is archived")
+            # All checked before anything is made, so a bad entry leaves no stray copies.
+            mounts = [
+                self._file_resource(spec, f"resources[{i}].") for i, spec in enumerate(resources)
+            ]
             now = _now()
             snapshot_keys = ("id", "type", "name", "version", "model", "system", "description")
             session_id = _new_id("sesn")
@@ -749,6 +851,8 @@ class ClaudeEmulator(LoopbackEmulator):
             }
             session = _Session(record, self._agent_scripts[agent_id])
             self._sessions[session_id] = session
+            for source, mount_path in mounts:
+                self._mount(session, source, mount_path)
             return copy.deepcopy(record)
 
     def _get_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
@@ -798,7 +902,199 @@ class ClaudeEmulator(LoopbackEmulator):
                 raise _invalid("a running session cannot be deleted; interrupt it first")
             session.deleted = True
             self._append(session, {"type": "session.deleted"})
+            mounted = {r["file_id"] for r in session.record["resources"]}
+            for file_id, stored in list(self._files.items()):
+                if stored.scope_id == session_id or file_id in mounted:
+                    del self._files[file_id]
         return {"id": session_id, "type": "session_deleted"}
+
+    # --- session resources ----------------------------------------------------------------
+
+    def _file_resource(self, spec: Any, where: str) -> tuple[_StoredFile, str]:
+        """Check a file resource; return the file to mount and where it lands.
+
+        ``where`` prefixes field names in messages (``"resources[0]."`` at session creation).
+        """
+        if not isinstance(spec, dict) or spec.get("type") != "file":
+            raise _invalid(f"{where}type: the emulator supports only 'file' resources")
+        for key in spec:
+            if key not in _FILE_RESOURCE_FIELDS:
+                raise _invalid(f"{where}{key}: Extra inputs are not permitted")
+        file_id = spec.get("file_id")
+        if not isinstance(file_id, str):
+            raise _invalid(f"{where}file_id: Field required")
+        return self._file(file_id), _mount_path(spec.get("mount_path"), file_id, where)
+
+    def _mount(self, session: _Session, source: _StoredFile, mount_path: str) -> dict[str, Any]:
+        """Mount a read-only copy of ``source``: the API gives the copy a file id of its own."""
+        original = source.record
+        mounted = self._new_file(
+            original["filename"],
+            original["mime_type"],
+            source.data,
+            downloadable=bool(original["downloadable"]),  # a copy is as downloadable as its source
+        )
+        now = _now()
+        resource = {
+            "id": _new_id("sesrsc"),
+            "type": "file",
+            "file_id": mounted.record["id"],
+            "mount_path": mount_path,
+            "created_at": now,
+            "updated_at": now,
+        }
+        session.record["resources"].append(resource)
+        return resource
+
+    def _resource(self, session: _Session, resource_id: str) -> dict[str, Any]:
+        resources: list[dict[str, Any]] = session.record["resources"]
+        for resource in resources:
+            if resource["id"] == resource_id:
+                return resource
+        raise _not_found("session resource", resource_id)
+
+    def _add_resource(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
+        body = _json_object(exchange.request)
+        with self._condition:
+            session = self._live_session(session_id)
+            source, mount_path = self._file_resource(body, "")
+            if len(session.record["resources"]) >= _MAX_SESSION_FILES:
+                raise _invalid(f"a session can have at most {_MAX_SESSION_FILES} files")
+            return dict(self._mount(session, source, mount_path))
+
+    def _list_resources(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
+        with self._condition:
+            resources = self._live_session(session_id).record["resources"]
+            return self._page(
+                exchange.request,
+                resources,
+                scope=f"resources:{session_id}",
+                max_limit=_MAX_FILES_PAGE,
+                default_limit=max(1, len(resources)),  # no limit: all of them
+            )
+
+    def _get_resource(
+        self, exchange: Exchange, session_id: str, resource_id: str
+    ) -> dict[str, Any]:
+        with self._condition:
+            return dict(self._resource(self._live_session(session_id), resource_id))
+
+    def _delete_resource(
+        self, exchange: Exchange, session_id: str, resource_id: str
+    ) -> dict[str, Any]:
+        with self._condition:
+            session = self._live_session(session_id)
+            resource = self._resource(session, resource_id)
+            session.record["resources"].remove(resource)
+            self._files.pop(resource["file_id"], None)  # the session's copy goes with it
+        return {"id": resource_id, "type": "session_resource_deleted"}
+
+    # --- files ----------------------------------------------------------------------------
+
+    def _file_time(self) -> str:
+        """A creation time later than every earlier file's, so "newest" is never a tie.
+
+        In microseconds, so that the bump past a tie stays far below what a test can see.
+        """
+        now = datetime.now(timezone.utc)
+        self._last_file_time = max(now, self._last_file_time + timedelta(microseconds=1))
+        return _stamp(self._last_file_time, "microseconds")
+
+    def _new_file(
+        self,
+        filename: str,
+        mime_type: str,
+        data: bytes,
+        *,
+        downloadable: bool = False,
+        scope_id: str | None = None,
+    ) -> _StoredFile:
+        record: dict[str, Any] = {
+            "id": _new_id("file"),
+            "type": "file",
+            "filename": filename,
+            "mime_type": mime_type,
+            "size_bytes": len(data),
+            "created_at": self._file_time(),
+            "downloadable": downloadable,
+        }
+        if scope_id is not None:
+            record["scope"] = {"type": "session", "id": scope_id}
+        stored = _StoredFile(record, data)
+        self._files[record["id"]] = stored
+        return stored
+
+    def _write_output(self, session: _Session, name: str, data: bytes) -> _StoredFile:
+        mime_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        return self._new_file(
+            name, mime_type, data, downloadable=True, scope_id=session.record["id"]
+        )
+
+    def _file(self, file_id: str) -> _StoredFile:
+        stored = self._files.get(file_id)
+        if stored is None:
+            raise _not_found("file", file_id)
+        return stored
+
+    def _upload_file(self, exchange: Exchange) -> dict[str, Any]:
+        request = exchange.request
+        try:
+            parts = parse_form_data(request.raw_body, request.headers.get("content-type", ""))
+        except ValueError as error:
+            raise _invalid(f"the body must be multipart/form-data: {error}") from None
+        for part in parts:
+            if part.name not in ("file", "purpose"):  # purpose: sent by some clients, unused
+                raise _invalid(f"{part.name}: Extra inputs are not permitted")
+        uploads = [part for part in parts if part.name == "file"]
+        if len(uploads) != 1:
+            raise _invalid("file: exactly one file part is required")
+        upload = uploads[0]
+        filename = re.split(r"[/\\]", upload.filename or "")[-1]  # the last path component
+        if not filename:
+            raise _invalid("file: the part needs a filename")
+        if not upload.content_type:
+            raise _invalid("file: the part needs a content type (the file's MIME type)")
+        with self._condition:
+            stored = self._new_file(
+                filename,
+                upload.content_type,
+                upload.data,
+                downloadable=self._downloadable_uploads,
+            )
+            return dict(stored.record)
+
+    def _list_files(self, exchange: Exchange) -> dict[str, Any]:
+        request = exchange.request
+        scope_id = _query(request, "scope_id")
+        if scope_id is not None and BETA not in _betas(request):
+            raise _invalid(
+                f"scope_id: listing a session's files needs the anthropic-beta header {BETA}"
+            )
+        with self._condition:
+            newest_first = [
+                f.record for f in reversed(self._files.values()) if scope_id in (None, f.scope_id)
+            ]
+            return self._page(
+                request, newest_first, scope=f"files:{scope_id}", max_limit=_MAX_FILES_PAGE
+            )
+
+    def _get_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
+        with self._condition:
+            return copy.deepcopy(self._file(file_id).record)
+
+    def _download_file(self, exchange: Exchange, file_id: str) -> None:
+        with self._condition:
+            stored = self._file(file_id)
+            if not stored.record["downloadable"]:
+                raise _invalid(f"file {file_id!r} is not downloadable")
+        headers = {"request-id": _new_id("req"), "Content-Type": stored.record["mime_type"]}
+        exchange.respond(200, stored.data, headers)
+
+    def _delete_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
+        with self._condition:
+            self._file(file_id)
+            del self._files[file_id]
+        return {"id": file_id, "type": "file_deleted"}
 
     # --- events ---------------------------------------------------------------------------
 
@@ -1016,6 +1312,8 @@ class ClaudeEmulator(LoopbackEmulator):
             for c in turn.tool_calls
         ]
         session.pending = dict.fromkeys(tool_use_ids)
+        for name, data in turn.outputs.items():
+            self._write_output(session, name, data)
         if turn.end == "terminated":
             self._append_usage(session)
             self._terminate(session)

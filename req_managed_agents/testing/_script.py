@@ -28,6 +28,6 @@ class ToolCall:
     result: str = ""
 
 
-def call(name: str, **tool_input: Any) -> ToolCall:
-    """Shorthand: ``call("get_weather", city="Paris")``."""
-    return ToolCall(name, tool_input)
+def call(tool_name: str, /, **tool_input: Any) -> ToolCall:
+    """Shorthand: ``call("get_weather", city="Paris")`` (any argument name works, ``name`` too)."""
+    return ToolCall(tool_name, tool_input)

@@ -14,7 +14,9 @@ This module owns everything that is not about one provider's API:
   keep-alive connection, or a :class:`ChunkedStream` whose chunks are written by hand so that
   faults can cut it anywhere;
 * the fault registries: failing requests with an HTTP error, and dropping, stalling or
-  duplicating the events of a stream.
+  duplicating the events of a stream;
+* :func:`parse_form_data` — ``multipart/form-data`` bodies (file uploads), split exactly,
+  binary parts included.
 
 A subclass provides its API in :meth:`~LoopbackEmulator._handle` and its error format in
 :meth:`~LoopbackEmulator._answer_fault`. Streams belong to a *scope* (for example a session
@@ -26,6 +28,9 @@ one port; every request records the *listener* it arrived on.
 from __future__ import annotations
 
 import contextlib
+import email.message
+import email.parser
+import email.utils
 import json
 import logging
 import re
@@ -47,10 +52,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ChunkedStream",
     "Exchange",
+    "FormPart",
     "LoopbackEmulator",
     "RecordedRequest",
     "RequestFault",
     "StreamConnection",
+    "parse_form_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -66,7 +73,8 @@ class RecordedRequest:
     """One request as the emulator received it, kept for assertions.
 
     ``headers`` has lower-case names (repeated headers joined with commas); ``body`` is the
-    decoded JSON when the body parses as JSON, the raw bytes otherwise, and None when empty.
+    decoded JSON when the body parses as JSON, the raw bytes otherwise (always for
+    ``multipart/*`` bodies), and None when empty.
     ``received_at`` is the :func:`time.monotonic` time its head arrived (to measure backoff).
     ``raw_query`` and ``raw_body`` are exactly as received, for checks such as request
     signatures that must see the bytes; ``listener`` names the port it arrived on.
@@ -121,6 +129,19 @@ class _RequestFaultRule:
         return self.method in ("*", method) and self.path.fullmatch(path) is not None
 
 
+class _RequestHookRule:
+    def __init__(
+        self, method: str, path_regex: str, hook: Callable[[], object], times: int
+    ) -> None:
+        self.method = method.upper()
+        self.path = re.compile(path_regex)
+        self.hook = hook
+        self.remaining = times
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in ("*", method) and self.path.fullmatch(path) is not None
+
+
 class _StreamFaultRule:
     def __init__(self, scope: str | None, position: int, times: int, seconds: float) -> None:
         self.scope = scope
@@ -132,7 +153,7 @@ class _StreamFaultRule:
         return self.position == position and self.scope in (None, scope)
 
 
-_Rule = TypeVar("_Rule", _RequestFaultRule, _StreamFaultRule)
+_Rule = TypeVar("_Rule", _RequestFaultRule, _RequestHookRule, _StreamFaultRule)
 
 
 def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
@@ -230,13 +251,76 @@ def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
     return handler.rfile.read(length) if length else b""
 
 
-def _decode_body(raw: bytes) -> Any:
+def _decode_body(raw: bytes, content_type: str) -> Any:
     if not raw:
         return None
+    if content_type.lower().startswith("multipart/"):
+        return raw  # binary parts: never guess at JSON
     try:
         return json.loads(raw)
     except ValueError:
         return raw
+
+
+@dataclass(frozen=True)
+class FormPart:
+    """One field of a ``multipart/form-data`` body; ``filename`` and ``content_type`` are
+    None when the part does not carry them (APIs differ in what they require)."""
+
+    name: str
+    filename: str | None
+    content_type: str | None
+    data: bytes = field(repr=False)
+
+
+def parse_form_data(body: bytes, content_type: str) -> list[FormPart]:
+    """The parts of a ``multipart/form-data`` body (RFC 7578), in order.
+
+    ``content_type`` is the request's header, which names the boundary. Raises ValueError
+    when the body is not well-formed form data. Parts are cut at the delimiters by hand so
+    that binary data (NUL bytes, line breaks of any kind) comes back byte for byte; only the
+    small part headers go through :mod:`email`, for its parameter quoting rules.
+    """
+    head = email.message.Message()
+    head["content-type"] = content_type
+    if head.get_content_type() != "multipart/form-data":
+        raise ValueError(f"the content type is {content_type!r}, not multipart/form-data")
+    boundary = head.get_boundary()
+    if not boundary:
+        raise ValueError("the content type names no boundary")
+    # Every delimiter follows a line break; one is added so the first needs no special case.
+    sections = (b"\r\n" + body).split(b"\r\n--" + boundary.encode("latin-1"))
+    parts: list[FormPart] = []
+    for section in sections[1:]:  # sections[0] is the preamble
+        if section.startswith(b"--"):
+            return parts  # the closing delimiter; what follows is the epilogue
+        padding, line_end, content = section.partition(b"\r\n")
+        if not line_end or padding.strip(b" \t"):
+            raise ValueError("a delimiter line is malformed, or the body is cut short")
+        if content.startswith(b"\r\n"):  # a part without headers
+            header_block, data = b"", content[2:]
+        else:
+            header_block, blank_line, data = content.partition(b"\r\n\r\n")
+            if not blank_line:
+                raise ValueError("a part's headers do not end with a blank line")
+        parts.append(_form_part(header_block, data))
+    raise ValueError("the body has no closing delimiter" if parts else "the body has no parts")
+
+
+def _form_part(header_block: bytes, data: bytes) -> FormPart:
+    headers = email.parser.HeaderParser().parsestr(header_block.decode("utf-8", "replace"))
+    if headers.get_content_disposition() != "form-data":
+        raise ValueError("a part has no 'content-disposition: form-data' header")
+    name = headers.get_param("name", header="content-disposition")
+    if not name:
+        raise ValueError("a part has no name")
+    filename = headers.get_param("filename", header="content-disposition")
+    return FormPart(
+        name=email.utils.collapse_rfc2231_value(name),
+        filename=None if filename is None else email.utils.collapse_rfc2231_value(filename),
+        content_type=headers.get("content-type"),
+        data=data,
+    )
 
 
 class Exchange:
@@ -281,6 +365,8 @@ class Exchange:
                 handler.send_header(name, value)
             handler.send_header("Content-Type", content_type)
             handler.send_header("Transfer-Encoding", "chunked")
+            # Said out loud, so the client does not pool a connection the server will close.
+            handler.send_header("Connection", "close")
             handler.end_headers()
         except OSError:
             self.stream.abort("client_closed")
@@ -381,6 +467,7 @@ class LoopbackEmulator:
         self._stopping = False
         self._requests: list[RecordedRequest] = []
         self._request_faults: list[_RequestFaultRule] = []
+        self._request_hooks: list[_RequestHookRule] = []
         self._drop_faults: list[_StreamFaultRule] = []
         self._stall_faults: list[_StreamFaultRule] = []
         self._duplicate_events = False
@@ -448,6 +535,14 @@ class LoopbackEmulator:
                 self._condition.wait(min(remaining, 0.05))
         return True
 
+    def stream_connections(self, scope: str | None = None) -> list[StreamConnection]:
+        """Snapshots of the streaming responses of one scope (a session id), or of all."""
+        return self._stream_connections(scope)
+
+    def open_stream_count(self, scope: str | None = None) -> int:
+        """How many streaming responses of that scope (or of all) are still open."""
+        return sum(c.closed_at is None for c in self._stream_connections(scope))
+
     def _stream_connections(self, scope: str | None) -> list[StreamConnection]:
         with self._condition:
             return [r.snapshot() for r in self._streams if scope in (None, r.scope)]
@@ -477,6 +572,19 @@ class LoopbackEmulator:
         fault = RequestFault(status, error_type, retry_after)
         with self._condition:
             self._request_faults.append(_RequestFaultRule(method, path_regex, fault, times))
+
+    def before_requests(
+        self, method: str, path_regex: str, hook: Callable[[], object], *, times: int = 1
+    ) -> None:
+        """Call ``hook()`` just before handling the next ``times`` matching requests.
+
+        For races that are hard to time from outside: another client creating the same
+        resource between our client's lookup and its create, say.
+        """
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        with self._condition:
+            self._request_hooks.append(_RequestHookRule(method, path_regex, hook, times))
 
     def _add_drop(self, scope: str | None, position: int, times: int) -> None:
         if times < 1:
@@ -577,7 +685,7 @@ class LoopbackEmulator:
             path=url.path,
             query=parse_qs(url.query, keep_blank_values=True),
             headers=headers,
-            body=_decode_body(raw_body),
+            body=_decode_body(raw_body, headers.get("content-type", "")),
             received_at=received_at,
             raw_query=url.query,
             raw_body=raw_body,
@@ -587,6 +695,9 @@ class LoopbackEmulator:
             self._requests.append(request)
             self._condition.notify_all()
             rule = _take(self._request_faults, request.method, request.path)
+            hook = _take(self._request_hooks, request.method, request.path)
+        if hook is not None:
+            hook.hook()
         exchange = Exchange(self, handler, request)
         try:
             if rule is not None:
