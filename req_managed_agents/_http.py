@@ -26,6 +26,7 @@ from req_managed_agents.errors import (
     BadRequestError,
     ConflictError,
     IdleTimeoutError,
+    ManagedAgentsError,
     NotFoundError,
     RateLimitError,
     ServerError,
@@ -135,12 +136,15 @@ class HttpClient:
         cancelled: threading.Event | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
+        deadline: float | None = None,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
 
         Raises :class:`APIError` subclasses for error statuses and :class:`TransportError`
         when no response arrived. A retry wait ends early when ``cancelled`` is set.
-        ``retry`` overrides the client's policy for this request.
+        ``retry`` overrides the client's policy for this request; ``deadline`` (a
+        :func:`time.monotonic` time) caps every socket wait and forbids a retry that could
+        not finish before it.
         """
         policy = retry or self.retry
         url = self.base_url + path
@@ -152,37 +156,47 @@ class HttpClient:
             prepared = self.session.prepare_request(request)
             self._authenticate(prepared)
             meta = {
+                **(telemetry_metadata or {}),
                 "method": method,
                 "path": path,
                 "attempt": attempt,
-                **(telemetry_metadata or {}),
             }
+            timeout = read_timeout
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TransportError(f"{method} {path}: no time left in the caller's budget")
+                timeout = min(timeout if timeout is not None else self.timeout, left)
             retry_after: float | None = None
+            failure: ManagedAgentsError
             with telemetry.span("request", meta) as outcome:
                 try:
                     response = self.session.send(
                         prepared,
                         stream=stream,
-                        timeout=self.timeouts(read_timeout),
+                        timeout=self.timeouts(timeout),
                         allow_redirects=False,
                     )
                 except requests.RequestException as exc:
-                    error = TransportError(f"{method} {path} failed: {redact(str(exc))}")
+                    failure = TransportError(f"{method} {path} failed: {redact(str(exc))}")
+                    failure.__cause__ = exc
                     outcome["status"] = None
                     if not _may_retry_transport(policy, exc, idempotent, attempt):
-                        raise error from exc
-                    _log.info("retrying %s %s after transport error: %s", method, path, error)
+                        raise failure from exc
                 else:
                     outcome["status"] = response.status_code
                     if response.status_code < 300:
                         return response
-                    error_obj = self._parse_error(response)
+                    api_failure = self._parse_error(response)
                     response.close()
                     retry_after = parse_retry_after(response.headers)
-                    if not _may_retry_status(policy, error_obj, idempotent, attempt, retry_after):
-                        raise error_obj
-                    _log.info("retrying %s %s after %s", method, path, error_obj)
+                    if not _may_retry_status(policy, api_failure, idempotent, attempt, retry_after):
+                        raise api_failure
+                    failure = api_failure
             delay = policy.delay(attempt, retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise failure
+            _log.info("retrying %s %s in %.2f s after: %s", method, path, delay, failure)
             if cancelled is not None:
                 if cancelled.wait(delay):
                     raise TransportError(f"{method} {path} cancelled while waiting to retry")

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,12 +197,14 @@ class Session:
         future = self._future
         if future is None:
             raise SessionError("nothing was started")
-        try:
-            return future.result(timeout)
-        except FutureTimeout:
+        # Wait first, then take the result: a run failing with its own TimeoutError (an idle
+        # stream) must reach the caller as that error, not as this wait timing out.
+        done, _ = wait_for_futures([future], timeout)
+        if not done:
             raise SessionTimeoutError(
                 f"the session did not finish within {timeout:g} s", session_id=self.session_id
-            ) from None
+            )
+        return future.result()
 
     def run(self, prompt: str | None = None, timeout: float | None = None) -> SessionResult:
         """Run a prompt to completion. On timeout the stream is closed and the worker stopped

@@ -265,3 +265,41 @@ def test_file_store_survives_between_runs(
     second = provision(provider, SPEC, store=FileStore(path))
     assert second == first
     assert len(emulator.requests) == requests_before
+
+
+def test_a_409_on_create_recovers_the_resource_by_name(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    from req_managed_agents.provisioner._identity import CLAUDE_NAMES, compose_name, digest8
+    from req_managed_agents.provisioner._provision import (
+        DEFAULT_CLAUDE_ENVIRONMENT,
+        _claude_agent_body,
+    )
+
+    name = compose_name(
+        SPEC.name, digest8(_claude_agent_body(SPEC, DEFAULT_CLAUDE_ENVIRONMENT)), CLAUDE_NAMES
+    )
+    rival: list[str] = []
+    # Another client creates the same agent between our lookup and our create.
+    emulator.before_requests(
+        "POST", "/v1/agents", lambda: rival.append(emulator.add_agent(name=name))
+    )
+    handle = provision(provider, SPEC, store=MemoryStore())
+    assert handle.agent_id == rival[0]
+    conflicts = [r for r in emulator.requests if r.method == "POST" and r.path == "/v1/agents"]
+    assert len(conflicts) == 1, "one create, answered 409, then recovered by listing"
+
+
+def test_a_409_on_environment_create_recovers_by_name(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    spec = EnvironmentSpec({"type": "cloud", "networking": {"type": "unrestricted"}})
+    from req_managed_agents.provisioner import digest8
+
+    name = f"shared_{digest8(spec.identity())}"
+    rival: list[str] = []
+    emulator.before_requests(
+        "POST", "/v1/environments", lambda: rival.append(emulator.add_environment(name=name))
+    )
+    handle = ensure_environment(provider, spec, name="shared", store=MemoryStore())
+    assert handle.environment_id == rival[0]

@@ -53,6 +53,7 @@ def run(
     max_concurrency: int = 8,
     tool_timeout: float | None = None,
     cancelled: threading.Event | None = None,
+    telemetry_metadata: dict[str, Any] | None = None,
 ) -> list[ToolResult]:
     return run_tools(
         handler,
@@ -61,7 +62,7 @@ def run(
         max_concurrency=max_concurrency,
         tool_timeout=tool_timeout,
         cancelled=cancelled or threading.Event(),
-        telemetry_metadata={},
+        telemetry_metadata=telemetry_metadata or {},
     )
 
 
@@ -119,9 +120,11 @@ def test_cancellation_stops_waiting_and_flags_running_tools() -> None:
 
 def test_tool_telemetry_reports_start_stop_and_exception() -> None:
     seen: list[tuple[str, dict[str, Any]]] = []
+    # Tagged, because tools abandoned by earlier tests may still finish and report now.
     with telemetry.attach(lambda name, m, md: seen.append((name, md))):
-        run(Recorder(), uses("raise", "sleep"), max_concurrency=1)
-    names = sorted(name.rsplit(".", 1)[-1] for name, _ in seen)
+        run(Recorder(), uses("raise", "sleep"), max_concurrency=1, telemetry_metadata={"run": "t"})
+    mine = [(name, md) for name, md in seen if md.get("run") == "t"]
+    names = sorted(name.rsplit(".", 1)[-1] for name, _ in mine)
     assert names == ["exception", "start", "start", "stop"]
-    stop = next(md for name, md in seen if name.endswith("tool.stop"))
+    stop = next(md for name, md in mine if name.endswith("tool.stop"))
     assert (stop["tool"], stop["is_error"]) == ("sleep", False)

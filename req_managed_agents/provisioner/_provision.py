@@ -138,7 +138,7 @@ def _claude_agent_body(spec: AgentSpec, environment: EnvironmentSpec | None) -> 
     return {
         "model": _claude_model(spec),
         "system": system,
-        "tools": [{"type": "custom", **dict(tool)} for tool in spec.tools],
+        "tools": [{"type": "custom", **dict(tool)} for tool in spec.declarations],
     }
 
 
@@ -206,7 +206,7 @@ def _harness_body(
     body: dict[str, Any] = {
         "executionRoleArn": execution_role_arn,
         "model": {"bedrockModelConfig": {"modelId": spec.model, **(spec.model_config or {})}},
-        "tools": [inline_function(tool) for tool in spec.tools],
+        "tools": [inline_function(tool) for tool in spec.declarations],
     }
     if system:
         body["systemPrompt"] = [{"text": system}]
@@ -266,13 +266,15 @@ def _adopt_harness(
 ) -> dict[str, Any] | None:
     """An existing harness of this name brought to READY, or None when there is none (a
     harness still being deleted is waited out first, since a create would conflict)."""
+    pause = 0.25
     while True:
         match = next((h for h in client.list_harnesses() if h.get("harnessName") == name), None)
         if match is None:
             return None
         status = match.get("status")
         if status == "DELETING":
-            if time.monotonic() + _HARNESS_GONE_POLL > deadline:
+            pause = min(_HARNESS_GONE_POLL, pause * 2)
+            if time.monotonic() + pause > deadline:
                 raise HarnessDeletingError(
                     str(match.get("harnessId")),
                     status,
@@ -280,7 +282,7 @@ def _adopt_harness(
                     polls=0,
                     detail="is still being deleted and the budget ran out",
                 )
-            time.sleep(_HARNESS_GONE_POLL)
+            time.sleep(pause)
             continue
         if not status:
             return None

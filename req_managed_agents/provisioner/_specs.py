@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from req_managed_agents._tools import Tools
 from req_managed_agents.provisioner._identity import digest
 
 __all__ = ["AgentSpec", "EnvironmentSpec", "Runtime"]
@@ -111,7 +112,7 @@ class AgentSpec:
     name: str
     system_prompt: str
     model: str
-    tools: Sequence[Mapping[str, Any]] = ()
+    tools: Sequence[Mapping[str, Any]] | Tools = ()
     model_config: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -121,7 +122,7 @@ class AgentSpec:
             raise TypeError("system_prompt must be a string")
         if not self.model or not isinstance(self.model, str):
             raise ValueError("an agent spec needs a model id")
-        tools = self.tools.schemas() if hasattr(self.tools, "schemas") else self.tools
+        tools = self.tools.schemas() if isinstance(self.tools, Tools) else self.tools
         declarations = tuple(copy.deepcopy(dict(tool)) for tool in tools)
         for tool in declarations:
             missing = {"name", "description", "input_schema"} - set(tool)
@@ -136,13 +137,18 @@ class AgentSpec:
         return {
             "system_prompt": self.system_prompt,
             "model": self.model,
-            "tools": [dict(tool) for tool in self.tools],
+            "tools": [dict(tool) for tool in self.declarations],
             "model_config": dict(self.model_config) if self.model_config is not None else None,
         }
 
     @property
     def digest(self) -> str:
         return digest(self.identity())
+
+    @property
+    def declarations(self) -> tuple[Mapping[str, Any], ...]:
+        """The tools as ``{"name", "description", "input_schema"}`` declarations."""
+        return tuple(self.tools)  # type: ignore[arg-type]  # __post_init__ froze them
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AgentSpec:

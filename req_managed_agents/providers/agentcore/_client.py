@@ -165,7 +165,7 @@ class AgentCoreClient:
         body: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         idempotent: bool = True,
-        timeout: float | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         response = self._control.request(
             method,
@@ -174,25 +174,29 @@ class AgentCoreClient:
             data=_json_bytes(body) if body is not None else None,
             params=params,
             headers={"content-type": "application/json"},
-            read_timeout=min(timeout, self._control.timeout) if timeout else None,
+            deadline=deadline,
         )
         return _json_object(response, method, path)
 
-    def create_harness(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def create_harness(
+        self, body: Mapping[str, Any], *, deadline: float | None = None
+    ) -> dict[str, Any]:
         """``CreateHarness``; returns the ``harness`` object. A ``clientToken`` is added when
-        absent, so a retried create cannot make a second harness."""
+        absent, so a retried create cannot make a second harness. ``deadline`` (monotonic)
+        bounds the call, retries included."""
         if not body.get("harnessName"):
             raise ValueError("a harness needs a harnessName")
         if not body.get("executionRoleArn"):
             raise ValueError("a harness needs an executionRoleArn")
         payload = {"clientToken": _client_token(), **body}
-        return _harness(self._control_json("POST", "/harnesses", body=payload), "CreateHarness")
+        created = self._control_json("POST", "/harnesses", body=payload, deadline=deadline)
+        return _harness(created, "CreateHarness")
 
-    def get_harness(self, harness_id: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """``GetHarness``; returns the ``harness`` object (with its ``status``). ``timeout``
-        caps this call below the client's own timeout (for a caller's budget)."""
+    def get_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
+        """``GetHarness``; returns the ``harness`` object (with its ``status``). ``deadline``
+        (monotonic) bounds the call, retries included."""
         path = f"/harnesses/{_segment(harness_id)}"
-        return _harness(self._control_json("GET", path, timeout=timeout), "GetHarness")
+        return _harness(self._control_json("GET", path, deadline=deadline), "GetHarness")
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
@@ -211,10 +215,10 @@ class AgentCoreClient:
             seen_tokens.add(token)
             params = {**params, "nextToken": token}
 
-    def delete_harness(self, harness_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+    def delete_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``DeleteHarness``; deletion is asynchronous (the harness goes ``DELETING``)."""
         path = f"/harnesses/{_segment(harness_id)}"
-        return self._control_json("DELETE", path, timeout=timeout)
+        return self._control_json("DELETE", path, deadline=deadline)
 
     # -- data plane -----------------------------------------------------------------------
 
@@ -314,6 +318,8 @@ class AgentCoreClient:
         body: dict[str, Any] = {"command": command}
         if timeout_seconds is not None:
             body["timeout"] = timeout_seconds
+            # A quiet command may legitimately run its whole timeout: do not give up sooner.
+            idle_timeout = max(idle_timeout or self.idle_timeout, timeout_seconds + 30.0)
         meta = {"session_id": runtime_session_id, "operation": "InvokeAgentRuntimeCommand"}
         response, idle = self._open_stream(
             f"/runtimes/{_segment(runtime_arn)}/commands",

@@ -25,6 +25,7 @@ import requests
 
 from req_managed_agents._http import shutdown_response
 from req_managed_agents._redact import get_logger
+from req_managed_agents._retry import RetryPolicy
 from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
 from req_managed_agents.errors import (
     IdleTimeoutError,
@@ -50,6 +51,7 @@ __all__ = ["PROVIDER_NAME", "AgentCoreConversation"]
 PROVIDER_NAME = "agentcore"
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_CAP = 8.0
+_MAX_RETRY_AFTER = RetryPolicy().max_retry_after
 _log = get_logger(__name__)
 
 
@@ -160,6 +162,8 @@ class AgentCoreConversation:
                     raise Aborted from exc
                 if attempt >= self._retries or not _retryable(exc):
                     raise
+                if isinstance(exc, RateLimitError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:
+                    raise  # a wait this long belongs to the caller, not to a hidden sleep
                 delay = _backoff(attempt, exc)
                 _log.info("retrying InvokeHarness in %.2f s after: %s", delay, exc)
             finally:

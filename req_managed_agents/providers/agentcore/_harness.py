@@ -24,6 +24,9 @@ from req_managed_agents.errors import (
     HarnessReadyTimeoutError,
     HarnessUnknownStatusError,
     ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+    TransportError,
 )
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 
@@ -37,6 +40,7 @@ __all__ = [
 DEFAULT_PROVISION_TIMEOUT = 365.0
 MAX_POLL_INTERVAL = 5.0
 MIN_POLL_INTERVAL = 0.05
+FIRST_POLL_INTERVAL = 0.25
 ROLLBACK_TIMEOUT = 30.0
 _log = get_logger(__name__)
 
@@ -58,7 +62,8 @@ def classify_status(status: object) -> str:
 
 
 def poll_interval_for(timeout: float) -> float:
-    """A cadence that polls about a dozen times within the budget, between 50 ms and 5 s."""
+    """The longest pause between polls: about a dozen polls per budget, 50 ms to 5 s (the
+    pauses start at 0.25 s and double up to it)."""
     return max(MIN_POLL_INTERVAL, min(MAX_POLL_INTERVAL, timeout / 12))
 
 
@@ -83,7 +88,15 @@ def wait_until_ready(
                 polls=polls,
                 detail="did not become READY in time",
             )
-        harness = client.get_harness(harness_id, timeout=remaining)
+        try:
+            harness = client.get_harness(harness_id, deadline=deadline)
+        except (RateLimitError, ServerError, TransportError) as exc:
+            # A throttled or flaky control plane says nothing about the harness: keep
+            # waiting while the budget lasts.
+            polls += 1
+            _log.info("polling harness %s failed (%s); still waiting", harness_id, exc)
+            time.sleep(max(0.0, min(poll_interval, deadline - time.monotonic())))
+            continue
         polls += 1
         status = str(harness.get("status")) if harness.get("status") is not None else None
         elapsed = time.monotonic() - started
@@ -97,7 +110,9 @@ def wait_until_ready(
             return harness
         if kind != "pending":
             raise _not_ready(kind, harness_id, status, harness.get("failureReason"), elapsed, polls)
-        time.sleep(max(0.0, min(poll_interval, deadline - time.monotonic())))
+        # Quick harnesses are seen quickly; slow ones are not polled more than needed.
+        pause = min(poll_interval, FIRST_POLL_INTERVAL * 2.0 ** (polls - 1))
+        time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
 
 
 def _not_ready(
@@ -130,7 +145,7 @@ def create_harness_and_wait(
     if timeout <= 0:
         raise ValueError("timeout must be positive")
     deadline = time.monotonic() + timeout
-    harness = client.create_harness(body)
+    harness = client.create_harness(body, deadline=deadline)
     harness_id = str(harness["harnessId"])
     try:
         return wait_until_ready(
@@ -148,6 +163,6 @@ def create_harness_and_wait(
 
 def _rollback(client: AgentCoreClient, harness_id: str) -> None:
     try:
-        client.delete_harness(harness_id, timeout=ROLLBACK_TIMEOUT)
+        client.delete_harness(harness_id, deadline=time.monotonic() + ROLLBACK_TIMEOUT)
     except ManagedAgentsError as exc:
         _log.warning("could not delete harness %s after a failed provision: %s", harness_id, exc)

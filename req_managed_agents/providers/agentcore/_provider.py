@@ -150,7 +150,7 @@ class BedrockAgentCore:
         if not harness_arn:
             raise ConfigurationError("an AgentCore session needs harness_arn= (or harness=)")
         runtime_session_id = options.get("runtime_session_id") or new_runtime_session_id()
-        if not _RUNTIME_SESSION_ID.match(str(runtime_session_id)):
+        if not _RUNTIME_SESSION_ID.fullmatch(str(runtime_session_id)):
             raise ConfigurationError(
                 "runtime_session_id must be 33-100 letters, digits, '-' or '_', "
                 "starting with a letter or digit"

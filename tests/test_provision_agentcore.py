@@ -1,0 +1,150 @@
+"""Provisioning AgentCore harnesses against the emulator: idempotent, recovering, rolled back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from req_managed_agents import (
+    BedrockAgentCore,
+    ConfigurationError,
+    HarnessFailedError,
+    Tools,
+    run_to_completion,
+)
+from req_managed_agents.provisioner import (
+    AgentSpec,
+    EnvironmentSpec,
+    HarnessHandle,
+    MemoryStore,
+    provision,
+    teardown,
+)
+from req_managed_agents.provisioner._identity import AGENTCORE_NAMES, compose_name, digest8
+from req_managed_agents.provisioner._provision import _harness_body
+from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn
+
+ROLE = "arn:aws:iam::123456789012:role/HarnessRole"
+SPEC = AgentSpec(name="conformance-agent", system_prompt="Be brief.", model="us.anthropic.claude-x")
+ENVIRONMENT = EnvironmentSpec(
+    {
+        "environment": {
+            "agentCoreRuntimeEnvironment": {
+                "filesystemConfigurations": [{"sessionStorage": {"mountPath": "/mnt/data"}}]
+            }
+        }
+    }
+)
+
+
+@pytest.fixture
+def emulator() -> Iterator[AgentCoreEmulator]:
+    with AgentCoreEmulator([ConverseTurn(text="ready")]) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def provider(emulator: AgentCoreEmulator) -> Iterator[BedrockAgentCore]:
+    credentials = {
+        "access_key_id": emulator.access_key_id,
+        "secret_access_key": emulator.secret_access_key,
+    }
+    with BedrockAgentCore(
+        emulator.region,
+        credentials=credentials,
+        endpoint_url=emulator.data_url,
+        control_endpoint_url=emulator.control_url,
+        timeout=5,
+    ) as provider:
+        yield provider
+
+
+def creates(emulator: AgentCoreEmulator) -> int:
+    return sum(1 for r in emulator.requests if r.method == "POST" and r.path == "/harnesses")
+
+
+def test_provision_waits_for_ready_and_repeats_without_calls(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    emulator.harness_statuses(["CREATING", "CREATING", "READY"])
+    store = MemoryStore()
+    handle = provision(
+        provider, SPEC, environment=ENVIRONMENT, store=store, execution_role_arn=ROLE, timeout=10
+    )
+    assert isinstance(handle, HarnessHandle)
+    assert handle.name.startswith("conformance_agent_")
+    assert len(handle.name) <= 40
+    requests = len(emulator.requests)
+    assert (
+        provision(provider, SPEC, environment=ENVIRONMENT, store=store, execution_role_arn=ROLE)
+        == handle
+    )
+    assert len(emulator.requests) == requests
+    body = next(r.body for r in emulator.requests if r.method == "POST" and r.path == "/harnesses")
+    assert body["environment"] == ENVIRONMENT.config["environment"], "passed verbatim"
+    assert body["executionRoleArn"] == ROLE
+    result = run_to_completion(provider, "hi", handler=Tools(), harness=handle, timeout=10)
+    assert result.text == "ready"
+
+
+def test_a_lost_store_adopts_the_existing_harness(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    first = provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE)
+    second = provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE)
+    assert second == first
+    assert creates(emulator) == 1
+
+
+def test_a_409_on_create_adopts_the_rival_harness(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    name = compose_name(SPEC.name, digest8(_harness_body(SPEC, None, ROLE)), AGENTCORE_NAMES)
+    rival: list[str] = []
+    emulator.before_requests(
+        "POST", "/harnesses", lambda: rival.append(emulator.add_harness(name=name))
+    )
+    handle = provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE)
+    assert handle.harness_arn == rival[0]
+
+
+def test_a_harness_that_fails_is_deleted_and_reported(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    emulator.harness_statuses(["CREATING", "CREATE_FAILED"])
+    store = MemoryStore()
+    with pytest.raises(HarnessFailedError):
+        provision(provider, SPEC, store=store, execution_role_arn=ROLE, timeout=10)
+    assert [r for r in emulator.requests if r.method == "DELETE"], "rolled back"
+    assert not [h for h in emulator.harnesses() if h.get("status") != "DELETING"]
+
+
+def test_a_blank_execution_role_is_rejected_before_any_request(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    with pytest.raises(ConfigurationError, match="execution_role_arn"):
+        provision(provider, SPEC, store=MemoryStore(), execution_role_arn="  ")
+    assert emulator.requests == []
+
+
+def test_teardown_deletes_the_harness_and_forgets_it(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    store = MemoryStore()
+    handle = provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+    teardown(provider, handle, store=store)
+    assert any(r.method == "DELETE" and handle.harness_id in r.path for r in emulator.requests)
+    creates_before = creates(emulator)
+    provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+    assert creates(emulator) == creates_before + 1, "the store no longer holds the old handle"
+
+
+def test_long_names_are_fitted_to_the_harness_rules(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    spec = AgentSpec(name="9 very-long name " * 5, system_prompt="x", model="m")
+    handle = provision(provider, spec, store=MemoryStore(), execution_role_arn=ROLE)
+    assert handle.name[0].isalpha()
+    assert len(handle.name) <= 40
+    assert handle.name.endswith(f"_{handle.digest}")
