@@ -23,10 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
         description="Run one agent session that calls a local tool, streaming the agent's text.",
     )
-    from req_managed_agents import _cli_provisioning, _demo
+    from req_managed_agents import _cli_artifacts, _cli_provisioning, _demo
 
     _demo.add_arguments(demo)
     _cli_provisioning.add_commands(commands)
+    _cli_artifacts.add_command(commands)
     return parser
 
 
@@ -49,10 +50,12 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents._demo import run_demo
 
         return run_demo(args)
-    from req_managed_agents import _cli_provisioning
+    from req_managed_agents import _cli_artifacts, _cli_provisioning
 
     if args.command in _cli_provisioning.COMMANDS:
         return _cli_provisioning.run_command(args)
+    if args.command == "artifacts":
+        return _cli_artifacts.run_command(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -20,6 +20,10 @@
     ├── SessionError                          the session loop cannot go on
     │   ├── SessionTimeoutError (TimeoutError)      ``run(timeout=...)`` expired
     │   └── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
+    ├── ArtifactError                         a session artifact operation failed
+    │   ├── ArtifactNotFoundError (KeyError)  no artifact of that name
+    │   ├── InvalidArtifactNameError (ValueError)  a name that is unsafe or unusable
+    │   └── CommandFailedError                a storage command exited non-zero
     └── ProvisioningError                     creating or finding provider resources failed
         ├── EnvironmentArchivedError          the environment name exists but is archived
         ├── EnvironmentNameConflictError      a create said 409 yet no such name is listed
@@ -45,8 +49,11 @@ from req_managed_agents._redact import redact, redact_value
 
 __all__ = [
     "APIError",
+    "ArtifactError",
+    "ArtifactNotFoundError",
     "AuthenticationError",
     "BadRequestError",
+    "CommandFailedError",
     "ConfigurationError",
     "ConflictError",
     "EnvironmentArchivedError",
@@ -58,6 +65,7 @@ __all__ = [
     "HarnessReadyTimeoutError",
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
+    "InvalidArtifactNameError",
     "ManagedAgentsError",
     "MissingDependencyError",
     "NotFoundError",
@@ -228,6 +236,39 @@ class UnresolvedRequiresActionError(SessionError):
             f"session {session_id} requires action but no unanswered tool use was found "
             f"(stop_reason={stop_reason!r})"
         )
+
+
+class ArtifactError(ManagedAgentsError):
+    """Listing, fetching, storing or deleting a session artifact failed."""
+
+
+class ArtifactNotFoundError(ArtifactError, KeyError):
+    """The session has no artifact of that name."""
+
+    def __init__(self, name: str, where: str) -> None:
+        self.name = name
+        super().__init__(f"no artifact named {name!r} in {where}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArtifactNameError(ArtifactError, ValueError):
+    """An artifact name that could escape its folder or reach a shell: refused up front."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"invalid artifact name {name!r}: {reason}")
+
+
+class CommandFailedError(ArtifactError):
+    """A storage command in the runtime session exited non-zero; ``stderr`` says why."""
+
+    def __init__(self, action: str, exit_code: int | None, stderr: str) -> None:
+        self.exit_code = exit_code
+        self.stderr = stderr
+        detail = stderr.strip()[-500:] or "no error output"
+        super().__init__(f"{action} failed with exit code {exit_code}: {detail}")
 
 
 class ProvisioningError(ManagedAgentsError):

@@ -126,3 +126,24 @@ def test_resolve_of_an_unknown_tag_fails_cleanly(
 ) -> None:
     assert _cli.main(["resolve", "web:nope", "--store", str(tmp_path / "s.json")]) == 1
     assert "unknown tag" in capsys.readouterr().err
+
+
+def test_artifacts_list_and_fetch(
+    emulator: ClaudeEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from req_managed_agents import ClaudeManagedAgents
+
+    with ClaudeManagedAgents() as provider:
+        session_id = provider.client.create_session(
+            emulator.add_agent(), emulator.add_environment()
+        )["id"]
+    emulator.add_output(session_id, "result.bin", b"\x00\x01payload")
+    code, listed = rma(capsys, "artifacts", "list", session_id)
+    assert code == 0
+    assert [(item["name"], item["size"]) for item in listed] == [("result.bin", 9)]
+    target = tmp_path / "out.bin"
+    code, _ = rma(capsys, "artifacts", "fetch", session_id, "result.bin", "-o", str(target))
+    assert code == 0
+    assert target.read_bytes() == b"\x00\x01payload"
+    assert _cli.main(["artifacts", "fetch", session_id, "missing.bin"]) == 1
+    assert "no artifact named 'missing.bin'" in capsys.readouterr().err

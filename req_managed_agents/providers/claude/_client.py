@@ -306,6 +306,16 @@ class ClaudeClient:
         path = f"/v1/sessions/{_segment(session_id)}/resources"
         return self._json("POST", path, idempotent=False, body=body)
 
+    def list_session_resources(self, session_id: str) -> list[Json]:
+        """The resources (mounted files, repositories) attached to a session."""
+        path = f"/v1/sessions/{_segment(session_id)}/resources"
+        return self._list_all(path)
+
+    def delete_session_resource(self, session_id: str, resource_id: str) -> Json:
+        """Detach a resource from a session."""
+        path = f"/v1/sessions/{_segment(session_id)}/resources/{_segment(resource_id)}"
+        return self._json("DELETE", path, idempotent=True)
+
     # -- files ----------------------------------------------------------------------------
 
     def _files_headers(self) -> dict[str, str]:
