@@ -704,8 +704,11 @@ class AgentCoreEmulator(LoopbackEmulator):
         command_runner: Callable[[str, float | None], CommandOutput] | None = None,
         delete_after: int = 1,
     ) -> None:
-        # Imported here: importing the testing package must not need botocore.
-        from botocore.credentials import Credentials
+        # Loaded here, not at import: the testing package must not need botocore. It
+        # verifies signatures with botocore, so it needs the same extra as the provider.
+        from req_managed_agents.providers.agentcore._aws import load_botocore
+
+        Credentials = load_botocore()["credentials"].Credentials
 
         if not re.fullmatch(r"[a-z0-9-]+", region):
             raise ValueError(f"not a region name: {region!r}")
