@@ -270,13 +270,21 @@ class Session:
             telemetry.emit(
                 "session.stop",
                 {"duration": time.monotonic() - started},
-                self._meta(run, error=describe_exception(exc)),
+                self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
             )
             future.set_exception(exc)
             return
+        usage = result.usage
         telemetry.emit(
             "session.stop",
-            {"duration": time.monotonic() - started, "turns": result.turns},
+            {
+                "duration": time.monotonic() - started,
+                "turns": result.turns,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_input_tokens": usage.cache_read_input_tokens,
+                "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            },
             self._meta(run, terminal=result.terminal),
         )
         future.set_result(result)
