@@ -92,3 +92,40 @@ def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixtur
     assert caplog.records, "something was logged"
     for text in [*texts, caplog.text, repr(seen)]:
         assert CANARY not in text
+
+
+def test_the_agentcore_provider_never_leaks_its_secret_or_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from req_managed_agents import AuthenticationError, BedrockAgentCore, Tools, run_to_completion
+    from req_managed_agents.testing import AgentCoreEmulator
+
+    secret = "wJalrXUtnFEMI/CANARY/SECRET/KEY/0123456789"
+    token = "IQoJb3JpZ2luX2VjCANARYSESSIONTOKEN0123456789=="
+    seen: list[Any] = []
+    with (
+        AgentCoreEmulator(session_token=token) as emulator,
+        telemetry.attach(lambda n, m, md: seen.append((n, m, md))),
+        caplog.at_level(logging.DEBUG),
+    ):
+        provider = BedrockAgentCore(
+            emulator.region,
+            credentials={
+                "access_key_id": emulator.access_key_id,
+                "secret_access_key": secret,  # not the emulator's: every request is refused
+                "session_token": token,
+            },
+            endpoint_url=emulator.data_url,
+            control_endpoint_url=emulator.control_url,
+        )
+        texts = [repr(provider), str(provider), repr(provider.client), repr(vars(provider.client))]
+        with pytest.raises(AuthenticationError) as caught:
+            run_to_completion(
+                provider, "hi", handler=Tools(), harness_arn=emulator.add_harness(), timeout=10
+            )
+        texts += [str(caught.value), repr(caught.value), repr(caught.value.body)]
+    assert seen, "telemetry was emitted"
+    assert any(r.name.startswith("botocore") for r in caplog.records), "botocore logged"
+    for text in [*texts, caplog.text, repr(seen)]:
+        assert secret not in text
+        assert token not in text

@@ -12,8 +12,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+from req_managed_agents.errors import ConfigurationError
 
-__all__ = ["Aborted", "Conversation", "EventSink", "Provider", "handle_id"]
+__all__ = [
+    "Aborted",
+    "Conversation",
+    "EventSink",
+    "Provider",
+    "check_options",
+    "count",
+    "handle_id",
+]
 
 EventSink = Callable[[Mapping[str, Any]], None]
 
@@ -79,6 +88,22 @@ class Provider(Protocol):
     ) -> Conversation:
         """Create or reattach a provider session described by the driver's ``**connect``."""
         ...
+
+
+def check_options(options: Mapping[str, Any], allowed: frozenset[str], provider: str) -> None:
+    """Refuse driver options this provider does not know (a typo must not pass silently)."""
+    unknown = set(options) - allowed
+    if unknown:
+        raise ConfigurationError(
+            f"unknown option(s) for {provider}: {', '.join(sorted(unknown))} "
+            f"(allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def count(raw: Mapping[str, Any], key: str) -> int:
+    """A token count from a provider's usage object (0 when absent or not an integer)."""
+    value = raw.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def handle_id(handle: Any, *names: str) -> str | None:

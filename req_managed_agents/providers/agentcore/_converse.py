@@ -21,6 +21,7 @@ from req_managed_agents._redact import get_logger
 from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
 from req_managed_agents.errors import ProviderStreamError
 from req_managed_agents.eventstream import EventStreamMessage
+from req_managed_agents.providers._base import count
 
 __all__ = [
     "ConverseFold",
@@ -178,16 +179,11 @@ def _input(fragments: list[str]) -> dict[str, Any]:
 def _usage(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
-
-    def count(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     return Usage(
-        count("inputTokens"),
-        count("outputTokens"),
-        count("cacheWriteInputTokens"),
-        count("cacheReadInputTokens"),
+        count(raw, "inputTokens"),
+        count(raw, "outputTokens"),
+        count(raw, "cacheWriteInputTokens"),
+        count(raw, "cacheReadInputTokens"),
     )
 
 

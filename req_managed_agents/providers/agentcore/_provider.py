@@ -11,7 +11,7 @@ import requests
 
 from req_managed_agents._config import setting, text_setting
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, handle_id
+from req_managed_agents.providers._base import EventSink, check_options, handle_id
 from req_managed_agents.providers.agentcore._aws import (
     AwsSigner,
     load_botocore,
@@ -137,12 +137,7 @@ class BedrockAgentCore:
         telemetry_metadata: Mapping[str, Any],
     ) -> AgentCoreConversation:
         """Prepare a runtime session; nothing is sent until the first prompt."""
-        unknown = set(options) - _OPTIONS
-        if unknown:
-            raise ConfigurationError(
-                f"unknown option(s) for Bedrock AgentCore: {', '.join(sorted(unknown))} "
-                f"(allowed: {', '.join(sorted(_OPTIONS))})"
-            )
+        check_options(options, _OPTIONS, "Bedrock AgentCore")
         harness = options.get("harness")
         harness_arn = options.get("harness_arn") or (
             handle_id(harness, "harness_arn", "arn") if harness else None

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
+from req_managed_agents.providers._base import count
 
 __all__ = [
     "custom_tool_result",
@@ -115,16 +116,11 @@ def _usage(event: Event) -> Usage:
         raw = event.get("usage")
     if not isinstance(raw, Mapping):
         return Usage()
-
-    def count(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     return Usage(
-        count("input_tokens"),
-        count("output_tokens"),
-        count("cache_creation_input_tokens"),
-        count("cache_read_input_tokens"),
+        count(raw, "input_tokens"),
+        count(raw, "output_tokens"),
+        count(raw, "cache_creation_input_tokens"),
+        count(raw, "cache_read_input_tokens"),
     )
 
 

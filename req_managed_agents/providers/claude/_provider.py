@@ -10,7 +10,7 @@ import requests
 from req_managed_agents._config import required_setting, setting, text_setting
 from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, handle_id
+from req_managed_agents.providers._base import EventSink, check_options, handle_id
 from req_managed_agents.providers.claude._client import (
     ANTHROPIC_VERSION,
     MANAGED_AGENTS_BETA,
@@ -23,8 +23,9 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Silence (no event, no heartbeat) after which the stream is reconnected and caught up.
 DEFAULT_IDLE_TIMEOUT = 60.0
-_CONNECT_OPTIONS = frozenset({"agent_id", "agent", "environment_id", "environment", "session_id"})
-_STREAM_OPTIONS = frozenset({"idle_timeout"})
+_OPTIONS = frozenset(
+    {"agent_id", "agent", "environment_id", "environment", "session_id", "idle_timeout"}
+)
 
 
 class ClaudeManagedAgents:
@@ -93,13 +94,7 @@ class ClaudeManagedAgents:
         telemetry_metadata: Mapping[str, Any],
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
-        unknown = set(options) - _CONNECT_OPTIONS - _STREAM_OPTIONS
-        if unknown:
-            allowed = ", ".join(sorted(_CONNECT_OPTIONS | _STREAM_OPTIONS))
-            raise ConfigurationError(
-                f"unknown option(s) for Claude Managed Agents: {', '.join(sorted(unknown))} "
-                f"(allowed: {allowed})"
-            )
+        check_options(options, _OPTIONS, "Claude Managed Agents")
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
