@@ -78,12 +78,18 @@ def invoke_tool(handler: Handler, tool_use: ToolUse, context: ToolContext) -> To
 
 def call_tool(
     handler: Handler, tool_use: ToolUse, context: ToolContext
-) -> tuple[ToolResult, Exception | None]:
-    """Like :func:`invoke_tool`, also returning the exception the handler raised, if any."""
+) -> tuple[ToolResult, BaseException | None]:
+    """Like :func:`invoke_tool`, also returning the exception the handler raised, if any.
+
+    ``SystemExit`` and friends count too: a tool wrapping a command-line parser that
+    rejects the agent's arguments must answer with an error, not end the turn's thread.
+    """
     try:
         # Typed as object: user handlers break their annotations at run time.
         output = cast(object, handler.handle_tool_call(tool_use.name, tool_use.input, context))
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise  # the user's Ctrl-C is not the tool's answer
+    except BaseException as exc:
         return ToolResult(tool_use.id, describe_exception(exc), is_error=True), exc
     if isinstance(output, ToolResult):
         if output.tool_use_id != tool_use.id:

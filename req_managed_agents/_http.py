@@ -16,6 +16,7 @@ from typing import Any
 
 import requests
 import urllib3.exceptions
+import urllib3.response
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger, redact
@@ -24,6 +25,7 @@ from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
+    ConfigurationError,
     ConflictError,
     IdleTimeoutError,
     ManagedAgentsError,
@@ -44,6 +46,16 @@ _STREAM_READ_SIZE = 64 * 1024
 
 ErrorParser = Callable[[requests.Response], APIError]
 Authenticator = Callable[[requests.PreparedRequest], None]
+
+
+def _check_urllib3() -> None:
+    """Streams need ``read1`` and ``shutdown`` (urllib3 2.3+): fail early and say so."""
+    response_class = urllib3.response.HTTPResponse
+    if not (hasattr(response_class, "read1") and hasattr(response_class, "shutdown")):
+        raise ConfigurationError(
+            f"urllib3 {getattr(urllib3, '__version__', '?')} is too old for streaming responses; "
+            "install urllib3 >= 2.3 (pip install -U urllib3)"
+        )
 
 
 def api_error(
@@ -101,6 +113,7 @@ class HttpClient:
         authenticate: Authenticator,
         session: requests.Session | None = None,
     ) -> None:
+        _check_urllib3()
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry
@@ -148,6 +161,9 @@ class HttpClient:
         """
         policy = retry or self.retry
         url = self.base_url + path
+        if stream:
+            # Streams are decoded as they arrive: compression would hide the frames.
+            headers = {"accept-encoding": "identity", **(headers or {})}
         request = requests.Request(
             method, url, params=params, json=json, data=data, files=files, headers=headers
         )
@@ -178,7 +194,7 @@ class HttpClient:
                         allow_redirects=False,
                     )
                 except requests.RequestException as exc:
-                    failure = TransportError(f"{method} {path} failed: {redact(str(exc))}")
+                    failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
                     failure.__cause__ = exc
                     outcome["status"] = None
                     if not _may_retry_transport(policy, exc, idempotent, attempt):
@@ -203,6 +219,17 @@ class HttpClient:
             else:
                 time.sleep(delay)
             attempt += 1
+
+
+def _transport_failure(
+    method: str, path: str, exc: requests.RequestException, stream: bool, timeout: float
+) -> ManagedAgentsError:
+    """No response: for a stream, silence before the first byte is an idle timeout too."""
+    if stream and isinstance(exc, requests.exceptions.ReadTimeout):
+        return IdleTimeoutError(
+            f"{method} {path}: no response within {timeout:g} s", idle_timeout=timeout
+        )
+    return TransportError(f"{method} {path} failed: {redact(str(exc))}")
 
 
 def _may_retry_transport(
@@ -232,9 +259,11 @@ def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[by
     idle timeout.
     """
     raw = response.raw
+    # urllib3 decodes a compressed body itself; a stand-in transport's raw file cannot.
+    options = {"decode_content": True} if isinstance(raw, urllib3.response.BaseHTTPResponse) else {}
     try:
         while True:
-            chunk = raw.read1(_STREAM_READ_SIZE)
+            chunk = raw.read1(_STREAM_READ_SIZE, **options)
             if not chunk:
                 return
             yield chunk

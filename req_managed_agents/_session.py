@@ -345,6 +345,12 @@ class Session:
             prompt = None
             self._record(run, turn)
         while True:
+            more_work = turn.terminal == "requires_action" or (
+                prompt is not None and turn.terminal == "end_turn"
+            )
+            if not more_work:
+                return run.result(turn.terminal, turn.stop_reason)
+            # Guards stand between turns: a finished run is reported as it finished.
             halt = self._check_guard(run)
             if halt is not None:
                 return run.result("terminated", {"type": "halted", "reason": halt})
@@ -358,11 +364,9 @@ class Session:
                     raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
                 results = self._execute(conversation, tool_uses, run, stop)
                 turn = conversation.send_tool_results(tool_uses, results)
-            elif prompt is not None and turn.terminal == "end_turn":
-                turn = conversation.send_prompt(prompt)
-                prompt = None
             else:
-                return run.result(turn.terminal, turn.stop_reason)
+                turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
+                prompt = None
             self._record(run, turn)
 
     def _record(self, run: _Run, turn: TurnResult) -> None:

@@ -97,15 +97,18 @@ class _Turn:
         meta["tool_use_id"] = call.tool_use.id
         telemetry.emit("tool.start", {"system_time": time.time()}, meta)
         begun = time.monotonic()
-        result, raised = call_tool(self.handler, call.tool_use, call.context)
-        duration = {"duration": time.monotonic() - begun}
-        if raised is not None:
-            reason = {"kind": type(raised).__name__, "reason": result.content}
-            telemetry.emit("tool.exception", duration, {**meta, **reason})
-        else:
-            telemetry.emit("tool.stop", duration, {**meta, "is_error": result.is_error})
-        with self.condition:
-            self.settle(call, result)
+        result = ToolResult(call.tool_use.id, "the tool's thread failed", is_error=True)
+        try:
+            result, raised = call_tool(self.handler, call.tool_use, call.context)
+            duration = {"duration": time.monotonic() - begun}
+            if raised is not None:
+                reason = {"kind": type(raised).__name__, "reason": result.content}
+                telemetry.emit("tool.exception", duration, {**meta, **reason})
+            else:
+                telemetry.emit("tool.stop", duration, {**meta, "is_error": result.is_error})
+        finally:  # whatever happened, the call gets a result and gives its slot back
+            with self.condition:
+                self.settle(call, result)
 
 
 def run_tools(

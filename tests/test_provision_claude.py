@@ -303,3 +303,17 @@ def test_a_409_on_environment_create_recovers_by_name(
     )
     handle = ensure_environment(provider, spec, name="shared", store=MemoryStore())
     assert handle.environment_id == rival[0]
+
+
+def test_teardown_by_spec_also_forgets_the_cached_handle() -> None:
+    with (
+        ClaudeEmulator([Turn(text="hi")]) as emulator,
+        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+    ):
+        store = MemoryStore()
+        first = provision(provider, SPEC, store=store)
+        teardown(provider, SPEC, store=store)
+        second = provision(provider, SPEC, store=store)
+        assert second.agent_id != first.agent_id, "not the archived agent from the cache"
+        result = run_to_completion(provider, "hi", handler=Tools(), agent=second, timeout=10)
+        assert result.text == "hi"

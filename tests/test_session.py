@@ -256,3 +256,26 @@ def test_send_event_goes_to_the_open_conversation() -> None:
         session.run("go")
         session.send_event({"type": "user.tool_confirmation"})
     assert ("event", {"type": "user.tool_confirmation"}) in conversation.sent
+
+
+def test_the_turn_guard_does_not_rewrite_a_finished_run() -> None:
+    tools, _ = counting_tools()
+    result = run_to_completion(
+        FakeProvider(FakeConversation([done("fin")])),
+        "go",
+        handler=tools,
+        turn_guard=lambda usage, turns, session_id: "always halt",
+    )
+    assert (result.terminal, result.text, result.stop_reason) == ("end_turn", "fin", None)
+
+
+def test_the_turn_guard_stops_further_work() -> None:
+    tools, calls = counting_tools()
+    result = run_to_completion(
+        FakeProvider(FakeConversation([needs(ToolUse("t1", "echo", {"text": "x"}))])),
+        "go",
+        handler=tools,
+        turn_guard=lambda usage, turns, session_id: "budget",
+    )
+    assert result.stop_reason == {"type": "halted", "reason": "budget"}
+    assert calls == []

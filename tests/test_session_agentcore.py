@@ -641,3 +641,23 @@ def test_a_runtime_session_id_with_a_trailing_newline_is_a_configuration_error(
             timeout=20,
         )
     assert emulator.requests == []
+
+
+def test_silence_before_the_response_head_is_an_idle_timeout_and_runs_once() -> None:
+    with AgentCoreEmulator([ConverseTurn(text="hello")]) as emulator:
+        provider = BedrockAgentCore(
+            emulator.region,
+            credentials={
+                "access_key_id": emulator.access_key_id,
+                "secret_access_key": emulator.secret_access_key,
+            },
+            endpoint_url=emulator.data_url,
+            control_endpoint_url=emulator.control_url,
+        )
+        arn = emulator.add_harness()
+        emulator.before_requests("POST", "/harnesses/invoke", lambda: time.sleep(1.5))
+        with pytest.raises(IdleTimeoutError):
+            run_to_completion(provider, "hi", handler=Tools(), harness_arn=arn, idle_timeout=0.5)
+        assert emulator.wait_until(lambda: len(emulator.invocations) == 1, timeout=3)
+        time.sleep(0.3)
+        assert len(emulator.invocations) == 1, "a turn that may be running is not started twice"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
+    AuthenticationError,
     SessionInfo,
     SessionResult,
     SessionTimeoutError,
@@ -376,3 +377,61 @@ def test_tool_results_reach_the_server_in_one_post_per_turn(
         ["user.custom_tool_result", "user.custom_tool_result"],
         ["user.custom_tool_result"],
     ]
+
+
+def test_a_turn_the_service_gave_up_on_does_not_leak_into_the_next_run(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    script = [Turn(text="one"), Turn(text="never", delay=30), Turn(text="three")]
+    with Session(provider, handler=CountingTools(), **ids(emulator, script)) as session:
+        assert session.run("p1", timeout=10).text == "one"
+        session.start("p2")
+        assert emulator.wait_until(
+            lambda: emulator.events(str(session.session_id))[-1]["type"] == "session.status_running"
+        )
+        emulator.fail_turn(str(session.session_id))
+        failed = session.wait(10)
+        assert failed.terminal == "terminated"
+        assert failed.stop_reason["retry_status"] == {"type": "exhausted"}
+        third = session.run("p3", timeout=10)
+    assert (third.terminal, third.text) == ("end_turn", "three")
+    assert third.events[0]["type"] == "user.message", "the turn starts at its own message"
+
+
+def test_a_dead_event_stream_fails_later_runs_at_once_without_posting(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    # Heartbeats come every 0.2 s: an idle timeout of 0.1 s makes the feed reconnect.
+    session = Session(
+        provider, handler=CountingTools(), idle_timeout=0.1, **ids(emulator, ["one", "two"])
+    )
+    assert session.run("hi", timeout=10).text == "one"
+    session_id = str(session.session_id)
+    # Then every reconnect is refused for good (a revoked key, say).
+    emulator.fail_requests("GET", rf"/v1/sessions/{session_id}/events/stream", 401, times=50)
+    feed = session._conversation._feed  # type: ignore[union-attr]
+    assert emulator.wait_until(lambda: not feed.alive, timeout=5)
+    for _ in range(2):
+        started = time.monotonic()
+        with pytest.raises(AuthenticationError):
+            session.run("again", timeout=10)
+        assert time.monotonic() - started < 1
+    assert sum(e["type"] == "user.message" for e in emulator.events(session_id)) == 1
+    session.close()
+
+
+def test_resuming_a_session_mid_turn_waits_for_that_turn_first(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    script = [Turn(text="answer-1"), Turn(text="answer-2", delay=0.8), Turn(text="answer-3")]
+    session = Session(provider, handler=CountingTools(), **ids(emulator, script))
+    session.run("p1", timeout=10)
+    session.start("p2")  # a process that dies with turn 2 running
+    assert emulator.wait_until(
+        lambda: emulator.events(str(session.session_id))[-1]["type"] == "session.status_running"
+    )
+    session.close()
+    result = run_to_completion(
+        provider, "p3", handler=CountingTools(), session_id=session.session_id, timeout=10
+    )
+    assert result.text == "answer-3"

@@ -128,3 +128,18 @@ def test_tool_telemetry_reports_start_stop_and_exception() -> None:
     assert names == ["exception", "start", "start", "stop"]
     stop = next(md for name, md in mine if name.endswith("tool.stop"))
     assert (stop["tool"], stop["is_error"]) == ("sleep", False)
+
+
+def test_a_tool_raising_system_exit_answers_with_an_error() -> None:
+    import argparse
+
+    class Cli(Recorder):
+        def handle_tool_call(self, name: str, input: Any, context: ToolContext) -> str:
+            parser = argparse.ArgumentParser(prog="cli", exit_on_error=True)
+            parser.add_argument("--n", type=int, required=True)
+            parser.parse_args(["--n", "not-a-number"])  # argparse calls sys.exit(2)
+            return "unreachable"
+
+    results = run(Cli(), uses("cli"), tool_timeout=None)
+    assert results[0].is_error
+    assert results[0].content == "SystemExit: 2"

@@ -182,7 +182,7 @@ def _provision_claude(
                         "change the spec or its name"
                     ) from None
         handle = ClaudeAgentHandle(str(agent["id"]), env_handle.environment_id, name, agent_digest)
-        store.put(key, asdict(handle))
+        _remember(store, key, handle)
     return handle
 
 
@@ -257,7 +257,7 @@ def _provision_harness(
                         f"harness name {name!r} conflicts but is not listed"
                     ) from None
         handle = HarnessHandle(str(harness["arn"]), str(harness["harnessId"]), name, harness_digest)
-        store.put(key, asdict(handle))
+        _remember(store, key, handle)
     return handle
 
 
@@ -337,11 +337,29 @@ def teardown(
     _forget(store, resolved)
 
 
+def _resource_key(handle: Handle) -> str:
+    resource = handle.agent_id if isinstance(handle, ClaudeAgentHandle) else handle.harness_arn
+    return f"resource:{handle.kind}:{resource}"
+
+
+def _remember(store: Store, key: str, handle: Handle) -> None:
+    """Cache the handle, and index the key by resource so teardown can find every copy
+    (one Claude agent serves several environments, each under its own key)."""
+    store.put(key, asdict(handle))
+    index = _resource_key(handle)
+    keys = list(store.get(index) or [])
+    if key not in keys:
+        store.put(index, [*keys, key])
+
+
 def _forget(store: Store, handle: Handle) -> None:
-    """Remove every record of this resource (whatever environment it was cached with)."""
-    store.delete_value(asdict(handle))
-    if isinstance(handle, ClaudeAgentHandle):
-        store.delete_value({**asdict(handle), "environment_id": handle.environment_id})
+    """Remove every cached record of this resource."""
+    with store_lock(store):
+        index = _resource_key(handle)
+        for key in store.get(index) or []:
+            store.delete(key)
+        store.delete(index)
+        store.delete_value(asdict(handle))
 
 
 def _locate(

@@ -28,7 +28,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from req_managed_agents.errors import ProvisioningError
 
-__all__ = ["FileStore", "MemoryStore", "Store", "store_lock"]
+__all__ = ["LOCK_TIMEOUT", "FileStore", "MemoryStore", "Store", "store_lock"]
+
+# How long to wait for another process to release the store: provisioning holds it across
+# the provider calls (a harness may take minutes to become ready), so be patient.
+LOCK_TIMEOUT = 600.0
 
 
 @runtime_checkable
@@ -103,8 +107,9 @@ def _copy(value: Any) -> Any:
 class FileStore:
     """A JSON file shared safely by threads and processes on one machine."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = Path(path)
+        self.lock_timeout = lock_timeout
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -121,7 +126,7 @@ class FileStore:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held across the block
                 try:
-                    _lock_file(handle)
+                    _lock_file(handle, self.lock_timeout)
                 except BaseException:
                     handle.close()
                     raise
@@ -175,8 +180,8 @@ class FileStore:
         _fsync_directory(self.path.parent)
 
     def get(self, key: str) -> Any:
-        with self.lock():
-            return self._read().get(key)
+        # No lock: writes replace the file atomically, so a read sees one whole version.
+        return self._read().get(key)
 
     def put(self, key: str, value: Any) -> None:
         with self.lock():
@@ -214,14 +219,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-# How long to wait for another process to release the store before giving up.
-LOCK_TIMEOUT = 30.0
 _LOCK_POLL = 0.02
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
-    def _lock_file(handle: Any) -> None:
+    def _lock_file(handle: Any, timeout: float) -> None:
         handle.seek(0)
         msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # retries for 10 s, then raises
 
@@ -232,8 +235,8 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
-    def _lock_file(handle: Any) -> None:
-        deadline = time.monotonic() + LOCK_TIMEOUT
+    def _lock_file(handle: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -242,7 +245,7 @@ else:
                 if time.monotonic() >= deadline:
                     raise ProvisioningError(
                         f"the store lock {handle.name} is held by another process "
-                        f"for more than {LOCK_TIMEOUT:g} s"
+                        f"for more than {timeout:g} s"
                     ) from None
                 time.sleep(_LOCK_POLL)
 

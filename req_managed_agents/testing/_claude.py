@@ -313,6 +313,7 @@ class _Session:
         self.queued_inputs: deque[list[str]] = deque()
         self.busy = False  # a turn is being played
         self.interrupted = False
+        self.gave_up = False  # fail_turn ended the running turn already
         # Custom tool use ids of the last turn, in call order -> result text once answered.
         self.pending: dict[str, str | None] = {}
         self.answered: set[str] = set()
@@ -451,6 +452,22 @@ class ClaudeEmulator(LoopbackEmulator):
         """Log ``session.status_terminated`` as if the service had failed the session."""
         with self._condition:
             self._terminate(self._known_session(session_id))
+
+    def fail_turn(self, session_id: str, error_type: str = "model_overloaded_error") -> None:
+        """Give up on the running turn the way the service does after its retries: a
+        ``session.error`` with ``retry_status`` ``exhausted``, then an idle with stop reason
+        ``retries_exhausted``. The scripted turn stops playing."""
+        error = {
+            "type": error_type,
+            "message": "the service gave up after retrying",
+            "retry_status": {"type": "exhausted"},
+        }
+        with self._condition:
+            session = self._known_session(session_id)
+            session.gave_up = True
+            self._append(session, {"type": "session.error", "error": error})
+            self._finish_turn(session, {"type": "retries_exhausted"})
+            self._condition.notify_all()
 
     def add_output(self, session_id: str, name: str, data: bytes) -> dict[str, Any]:
         """Store a file as if the session's agent had written ``/mnt/session/outputs/<name>``;
@@ -1229,7 +1246,12 @@ class ClaudeEmulator(LoopbackEmulator):
         return self._begin_turn(session), inputs
 
     def _turn_cut(self, session: _Session) -> bool:
-        return self._stopping or session.interrupted or session.status == "terminated"
+        return (
+            self._stopping
+            or session.interrupted
+            or session.gave_up
+            or session.status == "terminated"
+        )
 
     def _play(
         self, session: _Session, turn: Turn, inputs: list[str]
@@ -1257,8 +1279,11 @@ class ClaudeEmulator(LoopbackEmulator):
             return self._next_turn(session)
 
     def _cut_turn(self, session: _Session) -> None:
-        """End a turn early: an interrupt ends it as end_turn; close or terminate end it bare."""
-        if session.interrupted and not self._stopping and session.status != "terminated":
+        """End a turn early: an interrupt ends it as end_turn; close or terminate end it bare,
+        and so does fail_turn, which already logged the turn's end."""
+        if session.gave_up:
+            session.gave_up = False
+        elif session.interrupted and not self._stopping and session.status != "terminated":
             self._finish_turn(session, {"type": "end_turn"})
 
     def _emit_turn(self, session: _Session, turn: Turn, text: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents.errors import ProvisioningError
-from req_managed_agents.provisioner import FileStore, MemoryStore, Store, _store
+from req_managed_agents.provisioner import FileStore, MemoryStore, Store
 from req_managed_agents.provisioner._store import store_lock
 
 AnyStore = Any  # MemoryStore | FileStore: both offer lock() besides the Store protocol
@@ -279,13 +279,10 @@ def test_file_cut_inside_a_utf8_character_is_a_provisioning_error(tmp_path: Path
     assert path.read_bytes() == content
 
 
-def test_lock_held_elsewhere_times_out_with_a_provisioning_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_store, "LOCK_TIMEOUT", 0.3)
+def test_lock_held_elsewhere_times_out_with_a_provisioning_error(tmp_path: Path) -> None:
     path = tmp_path / "store.json"
     holder = FileStore(path)
-    waiter = FileStore(path)  # its own lock file handle: flock makes it wait like a process
+    waiter = FileStore(path, lock_timeout=0.3)  # its own lock file: flock waits as a process
     with holder.lock():
         started = time.monotonic()
         with pytest.raises(ProvisioningError, match=r"store\.json\.lock"):
@@ -370,3 +367,14 @@ def test_processes_writing_at_once_lose_no_keys(tmp_path: Path) -> None:
     expected = {f"{w}:{i}": {"worker": w, "i": i} for w in workers for i in range(40)}
     assert data == expected
     assert FileStore(path).get("w2:39") == {"worker": "w2", "i": 39}
+
+
+def test_reads_do_not_wait_for_a_writer_holding_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "store.json"
+    holder = FileStore(path)
+    holder.put("k", "v")
+    reader = FileStore(path, lock_timeout=0.2)
+    with holder.lock():
+        started = time.monotonic()
+        assert reader.get("k") == "v"
+        assert time.monotonic() - started < 0.2

@@ -41,7 +41,6 @@ _log = get_logger(__name__)
 RESULT_RESEND_ATTEMPTS = 3
 RESULT_RESEND_BACKOFF = 1.0
 _CONNECT_POLL = 0.05
-_BUSY_STATUSES = frozenset({"running", "rescheduling"})
 
 Event = Mapping[str, Any]
 
@@ -100,34 +99,46 @@ class ClaudeConversation:
         history = item.events if isinstance(item, History) else [item]
         for event in history:
             self._observe(event)
-        if not history:
-            return None
         boundaries = [i for i, event in enumerate(history) if is_boundary(event)]
         last = boundaries[-1] if boundaries else -1
-        status = self._client.get_session(self.session_id).get("status")
-        if status in _BUSY_STATUSES or last == -1:
-            tail = history[last + 1 :]
+        tail = history[last + 1 :]
+        # Busy is read off the history itself, not off a status fetched at another moment:
+        # activity after the last turn's end means a turn is under way.
+        if any(_is_activity(event) for event in tail):
             for event in tail:
                 self._on_event(event)
             return self._await_turn(tail)
+        if last == -1:
+            return None  # never prompted
         previous = boundaries[-2] if len(boundaries) > 1 else -1
         turn_events = history[previous + 1 : last + 1]
         for event in turn_events:
             self._on_event(event)
-        return self._resolve(normalize(turn_events, self._tool_uses))
+        turn = normalize(turn_events, self._tool_uses)
+        if turn.terminal != "terminated" and self._archived():
+            return replace(turn, terminal="terminated", stop_reason={"type": "archived"})
+        resolved = self._resolve(turn)
+        return resolved if resolved is not None else self._await_turn(tail)
+
+    def _archived(self) -> bool:
+        """Archiving adds no event: only the session's status shows it."""
+        return self._client.get_session(self.session_id).get("status") == "terminated"
 
     def send_prompt(self, prompt: str) -> TurnResult:
-        self._client.send_events(self.session_id, [user_message(prompt)])
-        return self._await_turn()
+        self._feed.check()
+        posted = self._client.send_events(self.session_id, [user_message(prompt)])
+        return self._await_turn(after=_echo_ids(posted, "user.message"))
 
     def send_tool_results(
         self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
     ) -> TurnResult:
+        self._feed.check()
         pending = [result for result in results if result.tool_use_id not in self._answered]
+        echoes: set[str] = set()
         if pending:
-            self._post_results(pending)
+            echoes = self._post_results(pending)
             self._answered.update(result.tool_use_id for result in pending)
-        return self._await_turn()
+        return self._await_turn(after=echoes)
 
     def unanswered_tool_uses(self) -> list[ToolUse]:
         return [use for use_id, use in self._tool_uses.items() if use_id not in self._answered]
@@ -166,14 +177,24 @@ class ClaudeConversation:
         elif kind == CUSTOM_TOOL_RESULT:
             self._answered.add(str(event.get("custom_tool_use_id")))
 
-    def _await_turn(self, prefix: Sequence[Event] = ()) -> TurnResult:
+    def _await_turn(
+        self, prefix: Sequence[Event] = (), after: set[str] | None = None
+    ) -> TurnResult:
+        """Read events until a turn ends. With ``after`` (the ids of the events we just
+        posted), the turn starts at their echo: anything before it - say the idle that
+        follows an exhausted error of the previous turn - is delivered but cannot end it."""
         batch = list(prefix)
+        started = not after
         while True:
             item = self._next()
             events = item.events if isinstance(item, History) else [item]
             for event in events:
                 self._observe(event)
                 self._on_event(event)
+                if not started:
+                    if event.get("id") not in (after or ()):
+                        continue
+                    started = True
                 batch.append(event)
                 if not is_boundary(event):
                     continue
@@ -191,13 +212,13 @@ class ClaudeConversation:
             return None
         return replace(turn, tool_uses=fresh)
 
-    def _post_results(self, results: Sequence[ToolResult]) -> None:
+    def _post_results(self, results: Sequence[ToolResult]) -> set[str]:
         """Post results once; after an ambiguous failure, re-send only what the history
-        shows did not land (a duplicate result is detectable, so this is safe)."""
+        shows did not land (a duplicate result is detectable, so this is safe). Returns the
+        ids of the result events as the session recorded them."""
         events = [custom_tool_result(result) for result in results]
         try:
-            self._client.send_events(self.session_id, events)
-            return
+            return _echo_ids(self._client.send_events(self.session_id, events), CUSTOM_TOOL_RESULT)
         except (TransportError, ServerError) as exc:
             failure: ManagedAgentsError = exc
         for attempt in range(RESULT_RESEND_ATTEMPTS):
@@ -205,15 +226,43 @@ class ClaudeConversation:
             if self._aborted:
                 raise Aborted
             try:
+                wanted = {str(e["custom_tool_use_id"]) for e in events}
                 landed = {
-                    str(event.get("custom_tool_use_id"))
+                    str(event.get("custom_tool_use_id")): str(event.get("id"))
                     for event in self._client.list_events(self.session_id)
                     if event.get("type") == CUSTOM_TOOL_RESULT
+                    and event.get("custom_tool_use_id") in wanted
                 }
                 missing = [e for e in events if e["custom_tool_use_id"] not in landed]
+                echoes = set(landed.values())
                 if missing:
-                    self._client.send_events(self.session_id, missing)
-                return
+                    posted = self._client.send_events(self.session_id, missing)
+                    echoes |= _echo_ids(posted, CUSTOM_TOOL_RESULT)
+                return echoes
             except (TransportError, ServerError) as exc:
                 failure = exc
         raise failure
+
+
+_ACTIVITY_PREFIXES = ("user.", "agent.", "span.")
+_ACTIVITY_TYPES = frozenset({"session.status_running", "session.status_rescheduled"})
+
+
+def _is_activity(event: Event) -> bool:
+    kind = str(event.get("type", ""))
+    if kind == "user.interrupt":
+        return False  # interrupting an idle session changes nothing
+    return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
+
+
+def _echo_ids(posted: Mapping[str, Any], kind: str) -> set[str]:
+    """The ids the session gave the events we posted (empty if it named none, and then
+    nothing waits for them)."""
+    data = posted.get("data")
+    if not isinstance(data, list):
+        return set()
+    return {
+        str(event["id"])
+        for event in data
+        if isinstance(event, Mapping) and event.get("id") and event.get("type", kind) == kind
+    }

@@ -7,8 +7,9 @@ while no one listened, so the history fills the gap; the dedupe absorbs the over
 
 A dropped connection, a server that ends the stream, or silence longer than ``idle_timeout``
 (heartbeats count as traffic) all lead to a reconnect after an escalating, jittered backoff.
-The backoff resets only when the session makes progress (a turn ends), so a server that
-accepts and immediately drops connections is not hammered. Errors that reconnecting cannot
+The reconnect budget counts only consecutive connections that carried nothing, so a server
+that accepts and immediately drops connections is not hammered while a long, healthy stream
+that a proxy recycles is never given up on. Errors that reconnecting cannot
 fix (authentication, a deleted session) end the feed and reach the driver.
 """
 
@@ -36,7 +37,6 @@ from req_managed_agents.errors import (
     TransportError,
 )
 from req_managed_agents.providers.claude._client import ClaudeClient
-from req_managed_agents.providers.claude._events import is_boundary
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["EventFeed", "FeedClosed", "History"]
@@ -66,7 +66,14 @@ class History:
     events: list[Event]
 
 
-_Item = Union[Event, History, ManagedAgentsError, None]
+@dataclass(frozen=True)
+class _Fatal:
+    """Why the feed ended; re-queued on every read so nobody waits on a dead feed."""
+
+    error: ManagedAgentsError
+
+
+_Item = Union[Event, History, _Fatal, None]
 
 
 class EventFeed:
@@ -92,6 +99,8 @@ class EventFeed:
         self._queue: queue.Queue[_Item] = queue.Queue()
         self._seen: set[str] = set()
         self._stopped = threading.Event()
+        self._fatal: ManagedAgentsError | None = None
+        self._healthy = False
         self.connected = threading.Event()
         self._lock = threading.Lock()
         self._response: requests.Response | None = None
@@ -117,48 +126,70 @@ class EventFeed:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
+    def check(self) -> None:
+        """Raise why the feed ended, if it has: a new input would never see its turn."""
+        if self._stopped.is_set():
+            raise FeedClosed
+        if self._fatal is not None:
+            raise self._fatal
+        if not self._thread.is_alive():
+            raise SessionError(f"the event stream of session {self._session_id} has stopped")
+
     def get(self, timeout: float | None = None) -> Event | History:
-        """The next item; raises the feed's fatal error, :class:`FeedClosed` once stopped,
-        or :class:`queue.Empty` after ``timeout``."""
+        """The next item; raises the feed's fatal error (every time, once it happened),
+        :class:`FeedClosed` once stopped, or :class:`queue.Empty` after ``timeout``."""
         if self._stopped.is_set():
             raise FeedClosed
         item = self._queue.get(timeout=timeout)
         if item is None:
             raise FeedClosed
-        if isinstance(item, ManagedAgentsError):
-            raise item
+        if isinstance(item, _Fatal):
+            self._queue.put(item)  # sticky: every later get() learns it too
+            raise item.error
         return item
 
     # -- the stream thread ----------------------------------------------------------------
 
+    def _fail(self, error: ManagedAgentsError) -> None:
+        self._fatal = error
+        self._queue.put(_Fatal(error))
+
     def _run(self) -> None:
+        try:
+            self._reconnect_forever()
+        except BaseException as exc:  # the thread must never die without saying why
+            if not self._stopped.is_set():
+                _log.exception("the event stream of %s failed", self._session_id)
+                self._fail(StreamError(f"the event stream failed: {exc!r}"))
+
+    def _reconnect_forever(self) -> None:
         failures = 0
         while not self._stopped.is_set():
             try:
-                progressed = self._connect_and_read()
-                if progressed:
-                    failures = 0
+                healthy = self._connect_and_read()
                 if self._stopped.is_set():
                     return
-                failures += 1
+                # A connection that carried anything (events or heartbeats) was healthy:
+                # only consecutive connections that bring nothing use up the budget.
+                failures = 1 if healthy else failures + 1
                 reason: ManagedAgentsError = StreamError("the server ended the event stream")
             except ManagedAgentsError as exc:
                 if self._stopped.is_set():
                     return
                 telemetry.emit("stream.error", {}, {**self._metadata, "reason": str(exc)})
                 if not _reconnectable(exc):
-                    self._queue.put(exc)
+                    self._fail(exc)
                     return
-                failures += 1
+                failures = 1 if self._healthy else failures + 1
                 reason = exc
             except _SessionEnded:
                 telemetry.emit("stream.done", {}, self._metadata)
-                self._queue.put(
+                self._fail(
                     SessionError(f"session {self._session_id} has ended (terminated or deleted)")
                 )
                 return
             if failures > self._max_attempts:
-                self._queue.put(reason)
+                self._fail(reason)
                 return
             delay = min(RECONNECT_BACKOFF_CAP, RECONNECT_BACKOFF_BASE * 2.0 ** (failures - 1))
             delay *= 1 - 0.25 * random.random()
@@ -172,11 +203,12 @@ class EventFeed:
                 return
 
     def _connect_and_read(self) -> bool:
-        """One connection's life; True if a turn ended on it (the session progressed)."""
+        """One connection's life; True if it carried data (it was healthy, even if it then
+        broke). Raises what broke it."""
+        self._healthy = False
         response = self._client.open_event_stream(
             self._session_id, idle_timeout=self._idle_timeout, cancelled=self._stopped
         )
-        progressed = False
         try:
             with self._lock:
                 self._response = response
@@ -190,28 +222,29 @@ class EventFeed:
                 self._queue.put(History(history))
             elif not first:
                 for missed in self._client.list_events(self._session_id):
-                    progressed = self._deliver(missed) or progressed
+                    self._deliver(missed)
             self.connected.set()
             decoder = SSEDecoder()
             for chunk in read_chunks(response, self._idle_timeout):
+                self._healthy = True
                 for sse in decoder.feed(chunk):
                     event = _parse(sse)
                     if event is not None:
-                        progressed = self._deliver(event) or progressed
+                        self._deliver(event)
             if not self._stopped.is_set():
                 telemetry.emit("stream.done", {}, self._metadata)
-            return progressed
+            return self._healthy
         finally:
             with self._lock:
                 self._response = None
             response.close()
 
-    def _deliver(self, event: Event) -> bool:
-        """Queue ``event`` unless already delivered; True if it ends a turn."""
+    def _deliver(self, event: Event) -> None:
+        """Queue ``event`` unless already delivered."""
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
             if event_id in self._seen:
-                return False
+                return
             self._seen.add(event_id)
         telemetry.emit(
             "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
@@ -219,7 +252,6 @@ class EventFeed:
         self._queue.put(event)
         if event.get("type") in _ENDING_TYPES:
             raise _SessionEnded
-        return is_boundary(event)
 
 
 class _SessionEnded(Exception):
