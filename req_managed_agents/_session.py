@@ -147,7 +147,6 @@ class Session:
         self._connect = connect
         self._lock = threading.Lock()
         self._conversation: Conversation | None = None
-        self._opened = False
         self._results: dict[str, ToolResult] = {}
         self._run: _Run | None = None
         self._future: Future[SessionResult] | None = None

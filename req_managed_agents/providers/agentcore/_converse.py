@@ -14,7 +14,7 @@ index-keyed fold turns into one merged tool and a rejected resume ("duplicate Id
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from req_managed_agents._redact import get_logger
@@ -233,7 +233,3 @@ def inline_function(declaration: Mapping[str, Any]) -> dict[str, Any]:
             }
         },
     }
-
-
-def inline_functions(declarations: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [inline_function(declaration) for declaration in declarations]
