@@ -8,6 +8,8 @@ request (a static header for Anthropic, a SigV4 signature over the exact bytes f
 from __future__ import annotations
 
 import contextlib
+import http.client
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -25,7 +27,6 @@ from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
-    ConfigurationError,
     ConflictError,
     IdleTimeoutError,
     ManagedAgentsError,
@@ -46,16 +47,6 @@ _STREAM_READ_SIZE = 64 * 1024
 
 ErrorParser = Callable[[requests.Response], APIError]
 Authenticator = Callable[[requests.PreparedRequest], None]
-
-
-def _check_urllib3() -> None:
-    """Streams need ``read1`` and ``shutdown`` (urllib3 2.3+): fail early and say so."""
-    response_class = urllib3.response.HTTPResponse
-    if not (hasattr(response_class, "read1") and hasattr(response_class, "shutdown")):
-        raise ConfigurationError(
-            f"urllib3 {getattr(urllib3, '__version__', '?')} is too old for streaming responses; "
-            "install urllib3 >= 2.3 (pip install -U urllib3)"
-        )
 
 
 def api_error(
@@ -113,7 +104,6 @@ class HttpClient:
         authenticate: Authenticator,
         session: requests.Session | None = None,
     ) -> None:
-        _check_urllib3()
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry
@@ -250,20 +240,36 @@ def _may_retry_status(
     return policy.should_retry(error.status_code, error.error_type, idempotent=idempotent)
 
 
+def _reader(raw: Any) -> Callable[[int], bytes]:
+    """The call that returns whatever bytes have arrived, without waiting for a full buffer.
+
+    urllib3 2 has ``read1`` (and decodes compressed bodies itself); urllib3 1.26, which
+    botocore still pins on older Pythons, does not, but the ``http.client`` response under
+    it does, chunked transfer included. A stand-in transport's raw file is read as it is.
+    """
+    read1 = getattr(raw, "read1", None)
+    if read1 is not None:
+        if isinstance(raw, urllib3.response.HTTPResponse):
+            return lambda size: bytes(read1(size, decode_content=True))
+        return lambda size: bytes(read1(size))
+    http_response = getattr(raw, "_fp", None)
+    if http_response is not None and hasattr(http_response, "read1"):
+        return lambda size: bytes(http_response.read1(size))
+    return lambda size: bytes(raw.read(size))
+
+
 def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[bytes]:
     """Yield body bytes as soon as each piece arrives.
 
-    ``read1`` returns whatever the socket has (``iter_content`` would wait for a full
+    Each read returns whatever the socket has (``iter_content`` would wait for a full
     buffer and stall a slow stream). The socket's read timeout, set to ``idle_timeout`` when
     the request was sent, bounds the wait for each piece, which is exactly an inter-chunk
     idle timeout.
     """
-    raw = response.raw
-    # urllib3 decodes a compressed body itself; a stand-in transport's raw file cannot.
-    options = {"decode_content": True} if isinstance(raw, urllib3.response.BaseHTTPResponse) else {}
+    read = _reader(response.raw)
     try:
         while True:
-            chunk = raw.read1(_STREAM_READ_SIZE, **options)
+            chunk = read(_STREAM_READ_SIZE)
             if not chunk:
                 return
             yield chunk
@@ -272,7 +278,13 @@ def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[by
             f"no data for {idle_timeout:g} s on {response.request.path_url.split('?')[0]}",
             idle_timeout=idle_timeout,
         ) from exc
-    except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+    except (
+        urllib3.exceptions.HTTPError,
+        http.client.HTTPException,
+        OSError,
+        ValueError,
+        AttributeError,
+    ) as exc:
         raise StreamError(f"stream broke: {redact(str(exc)) or type(exc).__name__}") from exc
 
 
@@ -281,6 +293,16 @@ def shutdown_response(response: requests.Response) -> None:
 
     Closing a socket does not wake a thread blocked in ``recv``; shutting it down does.
     """
+    raw = response.raw
     with contextlib.suppress(AttributeError, RuntimeError, ValueError, OSError):
-        response.raw.shutdown()
+        shutdown = getattr(raw, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        else:  # urllib3 1.26: reach the socket itself
+            sock: Any = getattr(getattr(raw, "_connection", None), "sock", None)
+            if sock is None:
+                sock = getattr(getattr(getattr(raw, "_fp", None), "fp", None), "raw", None)
+                sock = getattr(sock, "_sock", None)
+            if sock is not None:
+                sock.shutdown(socket.SHUT_RDWR)
     response.close()

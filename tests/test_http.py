@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 import requests
+import urllib3.response
 
 from req_managed_agents import ClaudeManagedAgents
 from req_managed_agents._http import read_chunks
@@ -42,6 +43,10 @@ def gzip_server() -> Iterator[str]:
     server.server_close()
 
 
+@pytest.mark.skipif(
+    not hasattr(urllib3.response.HTTPResponse, "read1"),
+    reason="urllib3 1.26 streams are read under its decoder; we ask for identity there",
+)
 def test_a_compressed_stream_is_still_decoded(gzip_server: str) -> None:
     response = requests.get(gzip_server, stream=True, timeout=5)
     decoder = SSEDecoder()
