@@ -147,3 +147,31 @@ def test_artifacts_list_and_fetch(
     assert target.read_bytes() == b"\x00\x01payload"
     assert _cli.main(["artifacts", "fetch", session_id, "missing.bin"]) == 1
     assert "no artifact named 'missing.bin'" in capsys.readouterr().err
+
+
+def test_agentcore_artifacts_from_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from req_managed_agents import BedrockAgentCore
+    from req_managed_agents.artifacts import AgentCoreSessionStorage
+    from req_managed_agents.testing import AgentCoreEmulator
+
+    session = "rma-" + "c" * 40
+    with AgentCoreEmulator() as emulator:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", emulator.access_key_id)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", emulator.secret_access_key)
+        monkeypatch.setenv("AWS_REGION", emulator.region)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", emulator.data_url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL", emulator.control_url)
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+        arn = emulator.add_harness()
+        mount = f"{emulator.workdir}/data"
+        with BedrockAgentCore() as provider:
+            AgentCoreSessionStorage(provider.client, arn, session, mount).put("a.bin", b"\x00xyz")
+        common = ["--provider", "agentcore", "--harness-arn", arn, "--mount", mount]
+        _, listed = rma(capsys, "artifacts", "list", session, *common)
+        assert [(item["name"], item["size"]) for item in listed] == [("a.bin", 4)]
+        target = tmp_path / "a.bin"
+        assert _cli.main(["artifacts", "fetch", session, "a.bin", "-o", str(target), *common]) == 0
+        assert target.read_bytes() == b"\x00xyz"
