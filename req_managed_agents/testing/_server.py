@@ -16,7 +16,9 @@ This module owns everything that is not about one provider's API:
 * the fault registries: failing requests with an HTTP error, and dropping, stalling or
   duplicating the events of a stream;
 * :func:`parse_form_data` — ``multipart/form-data`` bodies (file uploads), split exactly,
-  binary parts included.
+  binary parts included;
+* what every API's routes need alike: a :class:`Router` (method and path pattern to route),
+  :func:`query_value` and :func:`utc_timestamp` (the ISO 8601 times the APIs write).
 
 A subclass provides its API in :meth:`~LoopbackEmulator._handle` and its error format in
 :meth:`~LoopbackEmulator._answer_fault`. Streams belong to a *scope* (for example a session
@@ -41,12 +43,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Callable
 
 __all__ = [
@@ -56,8 +59,11 @@ __all__ = [
     "LoopbackEmulator",
     "RecordedRequest",
     "RequestFault",
+    "Router",
     "StreamConnection",
     "parse_form_data",
+    "query_value",
+    "utc_timestamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -154,6 +160,7 @@ class _StreamFaultRule:
 
 
 _Rule = TypeVar("_Rule", _RequestFaultRule, _RequestHookRule, _StreamFaultRule)
+_Emulator = TypeVar("_Emulator", bound="LoopbackEmulator")
 
 
 def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
@@ -321,6 +328,38 @@ def _form_part(header_block: bytes, data: bytes) -> FormPart:
         content_type=headers.get("content-type"),
         data=data,
     )
+
+
+def query_value(request: RecordedRequest, name: str) -> str | None:
+    """The first value of the query parameter ``name``; None when the query lacks it."""
+    values = request.query.get(name)
+    return values[0] if values else None
+
+
+def utc_timestamp(moment: datetime | None = None, timespec: str = "milliseconds") -> str:
+    """``moment`` (default: now) as an ISO 8601 UTC time ending in ``Z``."""
+    if moment is None:
+        moment = datetime.now(timezone.utc)
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+class Router:
+    """A route table: ``(method, path pattern, route)`` rows, first match wins.
+
+    A pattern must match the whole path; its groups (the ids in the path) are the route's
+    arguments after the exchange.
+    """
+
+    def __init__(self, routes: Sequence[tuple[str, str, Callable[..., Any]]]) -> None:
+        self._routes = [(method, re.compile(path), route) for method, path, route in routes]
+
+    def match(self, method: str, path: str) -> tuple[Callable[..., Any], tuple[str, ...]] | None:
+        """The route for a request and the groups of its path; None when no row matches."""
+        for route_method, pattern, route in self._routes:
+            found = pattern.fullmatch(path)
+            if found and route_method == method:
+                return route, found.groups()
+        return None
 
 
 class Exchange:
@@ -498,7 +537,7 @@ class LoopbackEmulator:
         state = " closed" if self._stopping else ""
         return f"<{type(self).__name__} {self.base_url}{state}>"
 
-    def __enter__(self) -> LoopbackEmulator:
+    def __enter__(self: _Emulator) -> _Emulator:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -1,0 +1,249 @@
+"""The control plane of the AgentCore emulator: the harness registry and its routes.
+
+CreateHarness (idempotent by ``clientToken``; names are unique), GetHarness, ListHarnesses
+(paged by ``nextToken``) and DeleteHarness. A harness walks through a script of statuses,
+one step per GetHarness (default ``CREATING`` then ``READY``); a deleted one answers as
+``DELETING`` to ``delete_after`` observations (GetHarness or ListHarnesses), then is gone.
+Each harness has a runtime behind it, whose ARN InvokeAgentRuntimeCommand addresses.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+import string
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing._agentcore_shapes import _check_structure
+from req_managed_agents.testing._agentcore_wire import _AwsError, _invalid, _json_object
+from req_managed_agents.testing._server import LoopbackEmulator, query_value, utc_timestamp
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from req_managed_agents.testing._agentcore_converse import ConverseTurn
+    from req_managed_agents.testing._server import Exchange
+
+_DEFAULT_PAGE = 10
+_MAX_PAGE = 100
+_DEFAULT_STATUSES = ("CREATING", "READY")
+_HARNESS_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,39}")
+_ALNUM = string.ascii_letters + string.digits
+_DEFAULT_MODEL = {"bedrockModelConfig": {"modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}}
+
+
+def _harness_not_found(which: str) -> _AwsError:
+    return _AwsError(404, "ResourceNotFoundException", f"Harness not found: {which}")
+
+
+def _alnum(length: int) -> str:
+    return "".join(secrets.choice(_ALNUM) for _ in range(length))
+
+
+_SUMMARY_KEYS = ("harnessId", "harnessName", "arn", "status", "createdAt", "updatedAt")
+
+
+class _Harness:
+    """A harness's control-plane record plus its status script and its turn script."""
+
+    def __init__(
+        self,
+        record: dict[str, Any],
+        statuses: tuple[str, ...],
+        script: tuple[ConverseTurn, ...],
+        order: int,
+    ) -> None:
+        self.record = record
+        self.statuses = statuses
+        self.position = 0
+        self.script = script
+        self.order = order
+        self.deleting_observed: int | None = None  # None until deleted
+
+    @property
+    def id(self) -> str:
+        return str(self.record["harnessId"])
+
+    @property
+    def status(self) -> str:
+        return "DELETING" if self.deleting_observed is not None else self.statuses[self.position]
+
+    def view(self) -> dict[str, Any]:
+        return {**copy.deepcopy(self.record), "status": self.status}
+
+    def summary(self) -> dict[str, Any]:
+        view = self.view()
+        return {key: view[key] for key in _SUMMARY_KEYS}
+
+    def set_statuses(self, statuses: tuple[str, ...]) -> None:
+        self.statuses = statuses
+        self.position = 0
+        self.record["updatedAt"] = utc_timestamp()
+
+    def advance(self) -> None:
+        if self.deleting_observed is None and self.position < len(self.statuses) - 1:
+            self.position += 1
+            self.record["updatedAt"] = utc_timestamp()
+
+
+class _ControlPlane(LoopbackEmulator):
+    """The harnesses, by id, and the control-plane routes; state guarded by ``_condition``.
+
+    The constructor of ``AgentCoreEmulator`` sets every attribute declared here.
+    """
+
+    region: str
+    account_id: str
+    _control_model: Any  # botocore's bedrock-agentcore-control service model
+    _default_script: tuple[ConverseTurn, ...]  # of harnesses created without one
+    _delete_after: int
+    _harnesses: dict[str, _Harness]
+    _created: int  # harnesses created so far; the order of the next one
+    _client_tokens: dict[str, str]  # CreateHarness clientToken -> harness id
+    _list_tokens: dict[str, int]  # ListHarnesses nextToken -> order of the first harness
+    _next_statuses: dict[str | None, tuple[str, ...]]  # by harness name, None: any name
+
+    def _named(self, name: str) -> _Harness | None:
+        return next((h for h in self._harnesses.values() if h.record["harnessName"] == name), None)
+
+    def _harness_by_arn(self, arn: str) -> _Harness:
+        for harness in self._harnesses.values():
+            if harness.record["arn"] == arn:
+                return harness
+        raise _harness_not_found(arn)
+
+    def _harness_by_runtime(self, arn: str) -> _Harness:
+        """A harness, by its own ARN or the ARN of the runtime behind it."""
+        for harness in self._harnesses.values():
+            runtime = harness.record["environment"]["agentCoreRuntimeEnvironment"]
+            if arn in (harness.record["arn"], runtime["agentRuntimeArn"]):
+                return harness
+        raise _AwsError(404, "ResourceNotFoundException", f"Runtime not found: {arn}")
+
+    def _new_harness(
+        self, body: Mapping[str, Any], statuses: tuple[str, ...], script: tuple[ConverseTurn, ...]
+    ) -> _Harness:
+        name = body["harnessName"]
+        harness_id = f"{name}-{_alnum(10)}"
+        runtime_id = f"harness_{name}-{_alnum(10)}"
+        prefix = f"arn:aws:bedrock-agentcore:{self.region}:{self.account_id}"
+        asked = body.get("environment", {}).get("agentCoreRuntimeEnvironment", {})
+        runtime = {
+            "agentRuntimeArn": f"{prefix}:runtime/{runtime_id}",
+            "agentRuntimeName": f"harness_{name}",
+            "agentRuntimeId": runtime_id,
+            "lifecycleConfiguration": {
+                "idleRuntimeSessionTimeout": 900,
+                "maxLifetime": 28800,
+                **asked.get("lifecycleConfiguration", {}),
+            },
+            "networkConfiguration": asked.get("networkConfiguration", {"networkMode": "PUBLIC"}),
+        }
+        if "filesystemConfigurations" in asked:
+            runtime["filesystemConfigurations"] = asked["filesystemConfigurations"]
+        now = utc_timestamp()
+        record: dict[str, Any] = {
+            "harnessId": harness_id,
+            "arn": f"{prefix}:harness/{harness_id}",
+            "createdAt": now,
+            "updatedAt": now,
+            "model": _DEFAULT_MODEL,
+            "systemPrompt": [],
+            "tools": [],
+            "skills": [],
+            "allowedTools": ["*"],
+            "truncation": {"strategy": "sliding_window"},
+        }
+        echoed = self._control_model.shape_for("Harness").members
+        record.update({key: value for key, value in body.items() if key in echoed})
+        record["environment"] = {"agentCoreRuntimeEnvironment": runtime}
+        self._created += 1
+        harness = _Harness(copy.deepcopy(record), statuses, script, self._created)
+        self._harnesses[harness_id] = harness
+        self._condition.notify_all()
+        return harness
+
+    def _observed(self, harness: _Harness) -> bool:
+        """Count a GET or LIST seeing a deleted harness; False (and gone) once it has had its
+        ``delete_after`` sightings."""
+        if harness.deleting_observed is None:
+            return True
+        harness.deleting_observed += 1
+        if harness.deleting_observed <= self._delete_after:
+            return True
+        del self._harnesses[harness.id]
+        self._condition.notify_all()
+        return False
+
+    def _create_harness(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
+        body = _json_object(exchange.request)
+        errors: list[tuple[str, str]] = []
+        shape = self._control_model.operation_model("CreateHarness").input_shape
+        _check_structure(shape, body, "", errors, body_only=True)
+        if errors:
+            raise _invalid(errors)
+        with self._condition:
+            token = body.get("clientToken")
+            earlier = self._harnesses.get(self._client_tokens.get(token or "", ""))
+            if earlier is not None:  # a retry of a create that succeeded
+                return 201, {"harness": earlier.view()}
+            name = body["harnessName"]
+            if self._named(name) is not None:
+                raise _AwsError(409, "ConflictException", f"A harness named {name} already exists")
+            statuses = (
+                self._next_statuses.pop(name, None)
+                or self._next_statuses.pop(None, None)
+                or _DEFAULT_STATUSES
+            )
+            harness = self._new_harness(body, statuses, self._default_script)
+            if token:
+                self._client_tokens[token] = harness.id
+            return 201, {"harness": harness.view()}
+
+    def _live_harness(self, harness_id: str) -> _Harness:
+        harness = self._harnesses.get(harness_id)
+        if harness is None:
+            raise _harness_not_found(harness_id)
+        return harness
+
+    def _get_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
+        with self._condition:
+            harness = self._live_harness(harness_id)
+            if not self._observed(harness):
+                raise _harness_not_found(harness_id)
+            harness.advance()
+            return 200, {"harness": harness.view()}
+
+    def _list_harnesses(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
+        request = exchange.request
+        raw_size = query_value(request, "maxResults")
+        size = _DEFAULT_PAGE
+        if raw_size is not None:
+            if not raw_size.isdigit() or not 1 <= int(raw_size) <= _MAX_PAGE:
+                raise _invalid([("maxResults", f"Member must be an integer from 1 to {_MAX_PAGE}")])
+            size = int(raw_size)
+        token = query_value(request, "nextToken")
+        with self._condition:
+            start = 0 if token is None else self._list_tokens.get(token)
+            if start is None:
+                raise _invalid([("nextToken", "Member must be a token from a previous page")])
+            live = sorted(self._harnesses.values(), key=lambda h: h.order)
+            remaining = [h for h in live if self._observed(h) and h.order >= start]
+            page: dict[str, Any] = {"harnesses": [h.summary() for h in remaining[:size]]}
+            if len(remaining) > size:
+                next_token = secrets.token_urlsafe(24)
+                self._list_tokens[next_token] = remaining[size].order
+                page["nextToken"] = next_token
+            return 200, page
+
+    def _delete_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
+        with self._condition:
+            harness = self._live_harness(harness_id)
+            if harness.deleting_observed is None:
+                harness.deleting_observed = 0
+                harness.record["updatedAt"] = utc_timestamp()
+            view = harness.view()
+            if self._delete_after == 0:
+                self._observed(harness)
+            return 200, {"harness": view}

@@ -1,0 +1,260 @@
+"""InvokeHarness for the AgentCore emulator: a conversation's next turn, played over a stream.
+
+Each runtime session of each harness is a conversation that remembers how far its script
+has played and which tool calls await results. An invocation is checked against the
+botocore model, then against the conversation rules; it plays the next
+:class:`~req_managed_agents.testing._agentcore_converse.ConverseTurn` as event-stream frames,
+unless a frame fault (an exception or error frame, a truncated or stalled stream) cuts it
+short. Only a stream written in full advances the conversation, just before its last frame
+goes out, so a client's retry of a failed invocation replays the turn.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing._agentcore_converse import (
+    _SCRIPT_FINISHED,
+    ConverseTurn,
+    _conversation_input,
+    _Rejected,
+    _ToolUse,
+    _turn_events,
+)
+from req_managed_agents.testing._agentcore_harnesses import _ControlPlane
+from req_managed_agents.testing._agentcore_shapes import _check_shape, _check_structure
+from req_managed_agents.testing._agentcore_wire import (
+    _EVENT_STREAM,
+    _SESSION_HEADER,
+    _event,
+    _exception,
+    _invalid,
+    _json_object,
+    _write_last,
+)
+from req_managed_agents.testing._script import scripted_text
+from req_managed_agents.testing._server import query_value
+
+if TYPE_CHECKING:
+    from req_managed_agents.testing._agentcore_harnesses import _Harness
+    from req_managed_agents.testing._server import ChunkedStream, Exchange, RecordedRequest
+
+# The service wants runtime session ids of at least 33 characters; older models say 1.
+_MIN_SESSION_ID = 33
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A well-formed InvokeHarness request, as received (``body`` is its decoded JSON)."""
+
+    harness_arn: str
+    runtime_session_id: str
+    body: dict[str, Any]
+
+
+class _Conversation:
+    """Where one runtime session of one harness is in its script."""
+
+    def __init__(self) -> None:
+        self.turns_played = 0
+        self.pending: tuple[_ToolUse, ...] = ()  # the tool calls awaiting results
+        self.generation = 0  # changes on every advance, so a stale invocation cannot commit
+
+
+class _FrameFault:
+    """A stream fault for the next invocation(s): what happens after ``after_frames``."""
+
+    def __init__(
+        self, kind: str, after_frames: int, times: int, frame: bytes = b"", seconds: float = 0.0
+    ) -> None:
+        if after_frames < 0:
+            raise ValueError("after_frames must not be negative")
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        if seconds < 0:
+            raise ValueError("seconds must not be negative")
+        self.kind = kind
+        self.after_frames = after_frames
+        self.remaining = times
+        self.frame = frame
+        self.seconds = seconds
+
+    def cut(self, event_count: int) -> int:
+        """How many of the turn's events go out before the fault."""
+        if self.kind == "truncate":  # never as far as messageStop
+            return min(self.after_frames, event_count - 2)
+        return min(self.after_frames, event_count)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The turn an invocation plays, and what it needs to commit it afterwards."""
+
+    turn: ConverseTurn
+    inputs: list[str]
+    conversation: _Conversation
+    played: int
+    generation: int
+    fault: _FrameFault | None
+
+
+class _HarnessInvoker(_ControlPlane):
+    """The InvokeHarness route and the conversations it moves along.
+
+    The constructor of ``AgentCoreEmulator`` sets every attribute declared here.
+    """
+
+    _data_model: Any  # botocore's bedrock-agentcore service model
+    _conversations: dict[tuple[str, str], _Conversation]  # by (harness ARN, session id)
+    _frame_faults: list[_FrameFault]
+    _invocations: list[Invocation]
+
+    def _add_fault(self, fault: _FrameFault) -> None:
+        with self._condition:
+            self._frame_faults.append(fault)
+
+    def _session_id(
+        self, request: RecordedRequest, shape: Any, errors: list[tuple[str, str]]
+    ) -> str:
+        value = request.headers.get(_SESSION_HEADER)
+        known = len(errors)
+        _check_shape(shape, value, "runtimeSessionId", errors)
+        if len(errors) == known and isinstance(value, str) and len(value) < _MIN_SESSION_ID:
+            errors.append(
+                (
+                    "runtimeSessionId",
+                    f"Member must have length greater than or equal to {_MIN_SESSION_ID}",
+                )
+            )
+        return value or ""
+
+    def _invoke_harness(self, exchange: Exchange) -> None:
+        request = exchange.request
+        shape = self._data_model.operation_model("InvokeHarness").input_shape
+        errors: list[tuple[str, str]] = []
+        arn = query_value(request, "harnessArn")
+        _check_shape(shape.members["harnessArn"], arn, "harnessArn", errors)
+        session_id = self._session_id(request, shape.members["runtimeSessionId"], errors)
+        body = _json_object(request)
+        _check_structure(shape, body, "", errors, body_only=True)
+        if body.get("messages") == []:
+            errors.append(("messages", "Member must have length greater than or equal to 1"))
+        if errors or arn is None:
+            raise _invalid(errors)
+        refusal = ""
+        with self._condition:
+            self._invocations.append(Invocation(arn, session_id, body))
+            harness = self._harness_by_arn(arn)
+            if harness.status != "READY":
+                problem = f"Harness {harness.id} is {harness.status}, not READY"
+                raise _invalid([("harnessArn", problem)])
+            conversation = self._conversations.setdefault((arn, session_id), _Conversation())
+            try:
+                plan: _Plan | None = self._plan(harness, conversation, body["messages"])
+            except _Rejected as rejected:
+                plan, refusal = None, str(rejected)
+        stream = exchange.open_stream(
+            session_id, _EVENT_STREAM, {"x-amzn-RequestId": str(uuid.uuid4())}
+        )
+        if plan is None:
+            _write_last(stream, _exception("runtimeClientError", refusal))
+            return
+        text, failure = scripted_text(plan.turn.text, plan.inputs)  # user code: without the lock
+        if failure:
+            _write_last(stream, _exception("internalServerException", failure))
+            return
+        uses = [
+            _ToolUse(f"tooluse_{secrets.token_urlsafe(16)}", c.name, dict(c.input))
+            for c in plan.turn.tool_calls
+        ]
+        events = _turn_events(plan.turn, text, uses)
+        pending = tuple(uses) if events[-2][1]["stopReason"] == "tool_use" else ()
+        self._play(stream, plan, events, (plan.generation, plan.played + 1, pending))
+
+    def _plan(
+        self, harness: _Harness, conversation: _Conversation, messages: list[dict[str, Any]]
+    ) -> _Plan:
+        """What an invocation plays; called under the lock. Raises _Rejected."""
+        inputs = _conversation_input(messages, conversation.pending)
+        played = conversation.turns_played
+        script = harness.script
+        turn = script[played] if played < len(script) else _SCRIPT_FINISHED
+        fault = None
+        if self._frame_faults:  # one fault per invocation, in the order they were added
+            fault = self._frame_faults[0]
+            fault.remaining -= 1
+            if fault.remaining <= 0:
+                self._frame_faults.pop(0)
+        return _Plan(turn, inputs, conversation, played, conversation.generation, fault)
+
+    def _play(
+        self,
+        stream: ChunkedStream,
+        plan: _Plan,
+        events: list[tuple[str, dict[str, Any]]],
+        advance: tuple[int, int, tuple[_ToolUse, ...]],
+    ) -> None:
+        """Write a turn's frames; advance the conversation just before its last frame goes
+        out (a client may resume as soon as it reads it), and undo that if the write fails."""
+        started = time.monotonic()
+        fault, conversation = plan.fault, plan.conversation
+        count = len(events) if fault is None else fault.cut(len(events))
+        for position, (event_type, payload) in enumerate(events[:count]):
+            if plan.turn.delay:
+                self._sleep(plan.turn.delay)
+            if self._stopping:
+                stream.abort("emulator_closed")
+                return
+            if event_type == "metadata":
+                payload["metrics"]["latencyMs"] = int((time.monotonic() - started) * 1000)
+            last = fault is None and position == len(events) - 1
+            if last and stream.client_gone():
+                stream.abort("client_closed")
+                return
+            undo = self._advance(conversation, *advance) if last else None
+            if not stream.write(_event(event_type, payload)):
+                if undo is not None:
+                    self._undo(conversation, *undo)
+                return
+        if fault is None:
+            stream.finish()
+        elif fault.kind == "stall":
+            self._sleep(fault.seconds)
+            stream.abort("stalled")
+        elif fault.kind == "truncate":
+            stream.finish("truncated")
+        else:
+            _write_last(stream, fault.frame)
+
+    def _advance(
+        self,
+        conversation: _Conversation,
+        generation: int,
+        turns_played: int,
+        pending: tuple[_ToolUse, ...],
+    ) -> tuple[int, int, tuple[_ToolUse, ...]] | None:
+        """Commit a played turn unless another invocation moved the conversation first;
+        return what :meth:`_undo` needs."""
+        with self._condition:
+            if conversation.generation != generation:
+                return None
+            before = (conversation.turns_played, conversation.pending)
+            conversation.turns_played, conversation.pending = turns_played, pending
+            conversation.generation += 1
+            return (conversation.generation, *before)
+
+    def _undo(
+        self,
+        conversation: _Conversation,
+        generation: int,
+        turns_played: int,
+        pending: tuple[_ToolUse, ...],
+    ) -> None:
+        with self._condition:
+            if conversation.generation == generation:
+                conversation.turns_played, conversation.pending = turns_played, pending
+                conversation.generation += 1
