@@ -120,14 +120,13 @@ def _run_claude(args: argparse.Namespace, handler: Tools, out: TextIO) -> Sessio
 
 def _run_claude_emulator(args: argparse.Namespace, handler: Tools, out: TextIO) -> SessionResult:
     from req_managed_agents._session import run_to_completion
-    from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
     with ClaudeEmulator(_script(Turn, call)) as emulator:
         out.write(f"Running against the built-in emulator at {emulator.base_url} (no network).\n")
         agent_id = emulator.add_agent(name="weather-demo")
         environment_id = emulator.add_environment(name="demo-env")
-        with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider:
+        with emulator.provider() as provider:
             return run_to_completion(
                 provider,
                 args.prompt,
@@ -161,16 +160,7 @@ def _run_agentcore(args: argparse.Namespace, handler: Tools, out: TextIO) -> Ses
             "(SigV4-signed, no network).\n"
         )
         harness_arn = emulator.add_harness(name="weather_demo")
-        credentials = {
-            "access_key_id": emulator.access_key_id,
-            "secret_access_key": emulator.secret_access_key,
-        }
-        with BedrockAgentCore(
-            emulator.region,
-            credentials=credentials,
-            endpoint_url=emulator.data_url,
-            control_endpoint_url=emulator.control_url,
-        ) as provider:
+        with emulator.provider() as provider:
             return run_to_completion(
                 provider,
                 args.prompt,

@@ -11,7 +11,6 @@ import pytest
 import requests
 import urllib3.response
 
-from req_managed_agents import ClaudeManagedAgents
 from req_managed_agents._http import read_chunks
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator
@@ -57,7 +56,7 @@ def test_a_compressed_stream_is_still_decoded(gzip_server: str) -> None:
 def test_streams_ask_for_uncompressed_bytes() -> None:
     with (
         ClaudeEmulator() as emulator,
-        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+        emulator.provider() as provider,
     ):
         session_id = provider.client.create_session(
             emulator.add_agent(), emulator.add_environment()

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import SpanKind, StatusCode
 
-from req_managed_agents import ClaudeManagedAgents, Tools, otel, run_to_completion
+from req_managed_agents import Tools, otel, run_to_completion
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
 
@@ -51,7 +51,7 @@ def run_session(secret_argument: str = "s3cret-input") -> Any:
     ]
     with (
         ClaudeEmulator(script) as emulator,
-        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+        emulator.provider() as provider,
     ):
         return run_to_completion(
             provider,

@@ -46,17 +46,7 @@ def emulator() -> Iterator[AgentCoreEmulator]:
 
 @pytest.fixture
 def provider(emulator: AgentCoreEmulator) -> Iterator[BedrockAgentCore]:
-    credentials = {
-        "access_key_id": emulator.access_key_id,
-        "secret_access_key": emulator.secret_access_key,
-    }
-    with BedrockAgentCore(
-        emulator.region,
-        credentials=credentials,
-        endpoint_url=emulator.data_url,
-        control_endpoint_url=emulator.control_url,
-        timeout=5,
-    ) as provider:
+    with emulator.provider(timeout=5) as provider:
         yield provider
 
 

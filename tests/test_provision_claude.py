@@ -48,7 +48,7 @@ def emulator() -> Iterator[ClaudeEmulator]:
 
 @pytest.fixture
 def provider(emulator: ClaudeEmulator) -> Iterator[ClaudeManagedAgents]:
-    with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url, timeout=5) as p:
+    with emulator.provider(timeout=5) as p:
         yield p
 
 
@@ -129,7 +129,7 @@ def test_teardown_archives_the_agent_and_forgets_it(
 def test_provision_after_teardown_creates_a_fresh_agent_where_names_may_repeat() -> None:
     with (
         ClaudeEmulator([Turn(text="hi")]) as emulator,
-        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+        emulator.provider() as provider,
     ):
         store = MemoryStore()
         first = provision(provider, SPEC, store=store)
@@ -308,7 +308,7 @@ def test_a_409_on_environment_create_recovers_by_name(
 def test_teardown_by_spec_also_forgets_the_cached_handle() -> None:
     with (
         ClaudeEmulator([Turn(text="hi")]) as emulator,
-        ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider,
+        emulator.provider() as provider,
     ):
         store = MemoryStore()
         first = provision(provider, SPEC, store=store)

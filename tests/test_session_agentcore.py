@@ -76,13 +76,12 @@ class CountingTools(Tools):
 
 
 def make_provider(emulator: AgentCoreEmulator, *, secret: str | None = None) -> BedrockAgentCore:
+    if secret is None:
+        return emulator.provider(timeout=5)
+    credentials = {"access_key_id": emulator.access_key_id, "secret_access_key": secret}
     return BedrockAgentCore(
         emulator.region,
-        credentials={
-            "access_key_id": emulator.access_key_id,
-            "secret_access_key": secret or emulator.secret_access_key,
-            "session_token": emulator.session_token,
-        },
+        credentials={**credentials, "session_token": emulator.session_token},
         endpoint_url=emulator.data_url,
         control_endpoint_url=emulator.control_url,
         timeout=5,
@@ -645,15 +644,7 @@ def test_a_runtime_session_id_with_a_trailing_newline_is_a_configuration_error(
 
 def test_silence_before_the_response_head_is_an_idle_timeout_and_runs_once() -> None:
     with AgentCoreEmulator([ConverseTurn(text="hello")]) as emulator:
-        provider = BedrockAgentCore(
-            emulator.region,
-            credentials={
-                "access_key_id": emulator.access_key_id,
-                "secret_access_key": emulator.secret_access_key,
-            },
-            endpoint_url=emulator.data_url,
-            control_endpoint_url=emulator.control_url,
-        )
+        provider = emulator.provider()
         arn = emulator.add_harness()
         emulator.before_requests("POST", "/harnesses/invoke", lambda: time.sleep(1.5))
         with pytest.raises(IdleTimeoutError):

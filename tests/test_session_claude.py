@@ -64,7 +64,7 @@ def emulator() -> Iterator[ClaudeEmulator]:
 
 @pytest.fixture
 def provider(emulator: ClaudeEmulator) -> Iterator[ClaudeManagedAgents]:
-    with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url, timeout=5) as p:
+    with emulator.provider(timeout=5) as p:
         yield p
 
 

@@ -14,7 +14,6 @@ custom tool calls, plays the next turn; when the script runs out, the agent answ
 ``(script finished)``. A turn's text may be a function of the texts that triggered it::
 
     from req_managed_agents import Tools, run_to_completion
-    from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
     tools = Tools()
@@ -32,7 +31,7 @@ custom tool calls, plays the next turn; when the script runs out, the agent answ
         with ClaudeEmulator(script) as emulator:
             agent_id = emulator.add_agent()
             environment_id = emulator.add_environment()
-            with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider:
+            with emulator.provider() as provider:  # a ClaudeManagedAgents aimed at it
                 result = run_to_completion(
                     provider, "Weather?", handler=tools,
                     agent_id=agent_id, environment_id=environment_id,

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable
 
+    from req_managed_agents.providers.agentcore import BedrockAgentCore
     from req_managed_agents.testing._server import Exchange, RecordedRequest, RequestFault
 
 __all__ = [
@@ -189,6 +190,24 @@ class AgentCoreEmulator(_HarnessInvoker):
         super().close()
 
     # --- set-up and faults for tests ------------------------------------------------------
+
+    def provider(self, **options: Any) -> BedrockAgentCore:
+        """A ``BedrockAgentCore`` signed with this emulator's credentials and pointed at its
+        two planes; ``options`` go to its constructor (``timeout``, ``idle_timeout``, ...)."""
+        from req_managed_agents.providers.agentcore import BedrockAgentCore
+
+        credentials = {
+            "access_key_id": self.access_key_id,
+            "secret_access_key": self.secret_access_key,
+            "session_token": self.session_token,
+        }
+        return BedrockAgentCore(
+            self.region,
+            credentials=credentials,
+            endpoint_url=self.data_url,
+            control_endpoint_url=self.control_url,
+            **options,
+        )
 
     def add_harness(
         self, script: Sequence[ConverseTurn | str] | None = None, name: str = "harness"

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable, Literal
 
+    from req_managed_agents.providers.claude import ClaudeManagedAgents
     from req_managed_agents.testing._server import Exchange, RecordedRequest, RequestFault
 
 __all__ = ["ClaudeEmulator", "ToolCall", "Turn", "call"]
@@ -146,6 +147,13 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
         self._start()
 
     # --- set-up and faults for tests ------------------------------------------------------
+
+    def provider(self, **options: Any) -> ClaudeManagedAgents:
+        """A ``ClaudeManagedAgents`` with this emulator's key and URL; ``options`` go to its
+        constructor (``timeout``, ``max_retries``, ...)."""
+        from req_managed_agents.providers.claude import ClaudeManagedAgents
+
+        return ClaudeManagedAgents(self.api_key, base_url=self.base_url, **options)
 
     def add_agent(
         self,

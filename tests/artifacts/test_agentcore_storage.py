@@ -30,16 +30,7 @@ def emulator() -> Iterator[AgentCoreEmulator]:
 
 @pytest.fixture
 def provider(emulator: AgentCoreEmulator) -> Iterator[BedrockAgentCore]:
-    credentials = {
-        "access_key_id": emulator.access_key_id,
-        "secret_access_key": emulator.secret_access_key,
-    }
-    with BedrockAgentCore(
-        emulator.region,
-        credentials=credentials,
-        endpoint_url=emulator.data_url,
-        control_endpoint_url=emulator.control_url,
-    ) as provider:
+    with emulator.provider() as provider:
         yield provider
 
 

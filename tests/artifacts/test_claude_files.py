@@ -28,7 +28,7 @@ def emulator() -> Iterator[ClaudeEmulator]:
 
 @pytest.fixture
 def provider(emulator: ClaudeEmulator) -> Iterator[ClaudeManagedAgents]:
-    with ClaudeManagedAgents(emulator.api_key, base_url=emulator.base_url) as provider:
+    with emulator.provider() as provider:
         yield provider
 
 
@@ -85,7 +85,7 @@ def emulator_resources(files: ClaudeFiles) -> list[dict[str, str]]:
 def test_an_upload_is_not_downloadable_on_a_faithful_api(emulator: ClaudeEmulator) -> None:
     with (
         ClaudeEmulator() as strict,
-        ClaudeManagedAgents(strict.api_key, base_url=strict.base_url) as provider,
+        strict.provider() as provider,
     ):
         session = provider.client.create_session(strict.add_agent(), strict.add_environment())
         files = ClaudeFiles(provider.client, session["id"])

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
-    BedrockAgentCore,
     HarnessDeletingError,
     HarnessFailedError,
     HarnessNotReadyError,
@@ -41,16 +40,7 @@ def emulator() -> Iterator[AgentCoreEmulator]:
 
 @pytest.fixture
 def client(emulator: AgentCoreEmulator) -> Iterator[AgentCoreClient]:
-    with BedrockAgentCore(
-        emulator.region,
-        credentials={
-            "access_key_id": emulator.access_key_id,
-            "secret_access_key": emulator.secret_access_key,
-        },
-        endpoint_url=emulator.data_url,
-        control_endpoint_url=emulator.control_url,
-        timeout=5,
-    ) as provider:
+    with emulator.provider(timeout=5) as provider:
         yield provider.client
 
 
