@@ -7,9 +7,7 @@ retried and which are final, and that timeouts return on time and close the stre
 
 from __future__ import annotations
 
-import collections
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -26,10 +24,8 @@ from req_managed_agents import (
     ProviderStreamError,
     RateLimitError,
     ServerError,
-    SessionInfo,
     SessionResult,
     SessionTimeoutError,
-    ToolContext,
     Tools,
     run_to_completion,
 )
@@ -41,6 +37,7 @@ from req_managed_agents.providers.agentcore import (
     new_runtime_session_id,
 )
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
+from tests._tools import CountingTools
 
 pytest.importorskip("botocore")
 
@@ -53,26 +50,6 @@ TWO_TOOL_TURNS = [
     ConverseTurn(tool_calls=[call("add", a=3, b=4)]),
     ConverseTurn(text=lambda results: f"The answer is {results[0]}.", usage=(7, 3)),
 ]
-
-
-class CountingTools(Tools):
-    """Tools that count executions per tool use id and record every event seen."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter[str] = collections.Counter()
-        self.events: list[Mapping[str, Any]] = []
-        self.lock = threading.Lock()
-
-        @self.tool
-        def add(a: int, b: int, context: ToolContext) -> int:
-            """Add two integers."""
-            with self.lock:
-                self.calls[context.tool_use_id] += 1
-            return a + b
-
-    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
-        self.events.append(event)
 
 
 def make_provider(emulator: AgentCoreEmulator, *, secret: str | None = None) -> BedrockAgentCore:

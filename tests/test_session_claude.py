@@ -7,7 +7,6 @@ the outcome unchanged, and that timeouts really tear the stream down.
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -28,32 +27,13 @@ from req_managed_agents import (
 from req_managed_agents._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from tests._tools import CountingTools
 
 TWO_TOOL_TURNS = [
     Turn(text="Adding.", tool_calls=[call("add", a=1, b=2), call("add", a=10, b=20)]),
     Turn(tool_calls=[call("add", a=3, b=4)]),
     Turn(text=lambda results: f"The answer is {results[0]}.", usage=(7, 3)),
 ]
-
-
-class CountingTools(Tools):
-    """Tools that count executions per tool use id and record every event seen."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: collections.Counter[str] = collections.Counter()
-        self.events: list[Mapping[str, Any]] = []
-        self.lock = threading.Lock()
-
-        @self.tool
-        def add(a: int, b: int, context: ToolContext) -> int:
-            """Add two integers."""
-            with self.lock:
-                self.calls[context.tool_use_id] += 1
-            return a + b
-
-    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
-        self.events.append(event)
 
 
 @pytest.fixture

@@ -13,16 +13,9 @@ import requests
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, RecordedRequest, ToolCall, Turn, call
 from req_managed_agents.testing._claude import BETA
+from tests.testing._api import Api, api_headers, error_of, ok
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def api_headers(emulator: ClaudeEmulator) -> dict[str, str]:
-    return {
-        "x-api-key": emulator.api_key,
-        "anthropic-version": "2023-06-01",
-        "anthropic-beta": BETA,
-    }
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -35,63 +28,6 @@ def tool_result(tool_use_id: str, text: str) -> dict[str, Any]:
         "custom_tool_use_id": tool_use_id,
         "content": [{"type": "text", "text": text}],
     }
-
-
-class Api:
-    """The control plane, called the way a client would, with the right headers."""
-
-    def __init__(self, emulator: ClaudeEmulator) -> None:
-        self.emulator = emulator
-        self.http = requests.Session()
-        self.http.headers.update(api_headers(emulator))
-
-    def get(self, path: str, **params: Any) -> requests.Response:
-        return self.http.get(self.emulator.base_url + path, params=params, timeout=5)
-
-    def post(self, path: str, body: Any = None) -> requests.Response:
-        return self.http.post(self.emulator.base_url + path, json=body, timeout=5)
-
-    def delete(self, path: str) -> requests.Response:
-        return self.http.delete(self.emulator.base_url + path, timeout=5)
-
-    def send(self, session_id: str, *events: dict[str, Any]) -> requests.Response:
-        return self.post(f"/v1/sessions/{session_id}/events", {"events": list(events)})
-
-    def new_session(self) -> str:
-        body = {
-            "agent": self.emulator.add_agent(),
-            "environment_id": self.emulator.add_environment(),
-        }
-        return str(ok(self.post("/v1/sessions", body))["id"])
-
-    def list_all(self, path: str, **params: Any) -> tuple[list[dict[str, Any]], int]:
-        """Every item behind a paged endpoint, and how many pages it took."""
-        items: list[dict[str, Any]] = []
-        pages = 0
-        cursor = None
-        while True:
-            page = ok(self.get(path, **params, **({"page": cursor} if cursor else {})))
-            items += page["data"]
-            pages += 1
-            cursor = page["next_page"]
-            if cursor is None:
-                return items, pages
-
-
-def ok(response: requests.Response) -> Any:
-    assert response.status_code == 200, response.text
-    assert response.headers["request-id"].startswith("req_")
-    return response.json()
-
-
-def error_of(response: requests.Response, status: int) -> dict[str, Any]:
-    """Check the API's error shape and return its ``error`` object."""
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["type"] == "error"
-    assert body["request_id"] == response.headers["request-id"]
-    error: dict[str, Any] = body["error"]
-    return error
 
 
 class Stream:

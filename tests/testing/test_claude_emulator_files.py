@@ -12,73 +12,9 @@ import requests
 
 from req_managed_agents.testing import ClaudeEmulator, Turn
 from req_managed_agents.testing._claude import BETA
+from tests.testing._api import FILES_BETA, Api, error_of, ok
 
-FILES_BETA = "files-api-2025-04-14"
-
-
-class Api:
-    """A client that sends what the service requires, with the given ``anthropic-beta``."""
-
-    def __init__(self, emulator: ClaudeEmulator, beta: str | None = f"{FILES_BETA},{BETA}"):
-        self.emulator = emulator
-        self.http = requests.Session()
-        self.http.headers.update({"x-api-key": emulator.api_key, "anthropic-version": "2023-06-01"})
-        if beta is not None:
-            self.http.headers["anthropic-beta"] = beta
-
-    def get(self, path: str, **params: Any) -> requests.Response:
-        return self.http.get(self.emulator.base_url + path, params=params, timeout=5)
-
-    def post(self, path: str, body: Any = None) -> requests.Response:
-        return self.http.post(self.emulator.base_url + path, json=body, timeout=5)
-
-    def delete(self, path: str) -> requests.Response:
-        return self.http.delete(self.emulator.base_url + path, timeout=5)
-
-    def upload(self, files: Any) -> requests.Response:
-        """``files`` as ``requests`` takes it: a mapping or a list of (field, value) pairs."""
-        return self.http.post(self.emulator.base_url + "/v1/files", files=files, timeout=5)
-
-    def upload_file(self, name: str, data: bytes, content_type: str = "text/csv") -> Any:
-        return ok(self.upload({"file": (name, data, content_type)}))
-
-    def new_session(self, **body: Any) -> str:
-        body = {
-            "agent": self.emulator.add_agent(),
-            "environment_id": self.emulator.add_environment(),
-            **body,
-        }
-        return str(ok(self.post("/v1/sessions", body))["id"])
-
-    def attach(self, session_id: str, **resource: Any) -> requests.Response:
-        return self.post(f"/v1/sessions/{session_id}/resources", {"type": "file", **resource})
-
-    def list_all(self, path: str, **params: Any) -> tuple[list[dict[str, Any]], int]:
-        """Every item behind a paged endpoint, and how many pages it took."""
-        items: list[dict[str, Any]] = []
-        pages, cursor = 0, None
-        while True:
-            page = ok(self.get(path, **params, **({"page": cursor} if cursor else {})))
-            items += page["data"]
-            pages += 1
-            cursor = page["next_page"]
-            if cursor is None:
-                return items, pages
-
-
-def ok(response: requests.Response) -> Any:
-    assert response.status_code == 200, response.text
-    assert response.headers["request-id"].startswith("req_")
-    return response.json()
-
-
-def error_of(response: requests.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert body["type"] == "error"
-    assert body["request_id"] == response.headers["request-id"]
-    error: dict[str, Any] = body["error"]
-    return error
+BOTH_BETAS = f"{FILES_BETA},{BETA}"
 
 
 def invalid(response: requests.Response) -> str:
@@ -98,7 +34,7 @@ def harness() -> Iterator[Callable[..., tuple[ClaudeEmulator, Api]]]:
 
     def start(*args: Any, **kwargs: Any) -> tuple[ClaudeEmulator, Api]:
         emulator = ClaudeEmulator(*args, **kwargs)
-        started.append((emulator, Api(emulator)))
+        started.append((emulator, Api(emulator, BOTH_BETAS)))
         return started[-1]
 
     yield start
