@@ -15,6 +15,8 @@
     ├── TransportError                        no usable HTTP response (connect/read failure)
     ├── StreamError                           a response stream broke or carried an error
     │   ├── EventStreamError (ValueError)     corrupt AWS event-stream framing
+    │   ├── EventTooLargeError (ValueError)   an SSE line or event over the decoder's limit
+    │   ├── StreamReconnectError              the reconnect budget ran out
     │   ├── ProviderStreamError               the provider sent an error frame in the stream
     │   └── IdleTimeoutError (TimeoutError)   no bytes arrived within ``idle_timeout``
     ├── SessionError                          the session loop cannot go on
@@ -59,6 +61,7 @@ __all__ = [
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
     "EventStreamError",
+    "EventTooLargeError",
     "HarnessDeletingError",
     "HarnessFailedError",
     "HarnessNotReadyError",
@@ -77,6 +80,7 @@ __all__ = [
     "SessionError",
     "SessionTimeoutError",
     "StreamError",
+    "StreamReconnectError",
     "TransportError",
     "UnknownTagError",
     "UnresolvedRequiresActionError",
@@ -186,6 +190,28 @@ class StreamError(ManagedAgentsError):
 
 class EventStreamError(StreamError, ValueError):
     """AWS event-stream bytes are corrupt: bad checksum, impossible length, truncated frame."""
+
+
+class EventTooLargeError(StreamError, ValueError):
+    """A server-sent event (or one of its lines) grew past the decoder's ``limit`` bytes
+    before it ended: a stream that never terminates its event must not exhaust memory."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class StreamReconnectError(StreamError):
+    """An event stream kept failing and the reconnect budget ran out.
+
+    ``attempts`` is how many connections failed in a row; ``cause`` (also ``__cause__``) is
+    the last failure.
+    """
+
+    def __init__(self, message: str, *, attempts: int, cause: BaseException | None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.cause = cause
 
 
 class ProviderStreamError(StreamError):
