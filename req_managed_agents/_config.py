@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from req_managed_agents.errors import ConfigurationError
 
-__all__ = ["required_setting", "setting", "text_setting"]
+__all__ = ["credential", "required_setting", "setting", "text_setting"]
 
 T = TypeVar("T")
 
@@ -45,3 +45,17 @@ def required_setting(explicit: str | None, env_var: str, what: str) -> str:
     if not value:
         raise ConfigurationError(f"no {what}: pass it explicitly or set {env_var}")
     return value
+
+
+def credential(value: str, what: str) -> str:
+    """A credential as sent in a header: surrounding whitespace (a pasted newline) dropped,
+    anything else that is not printable ASCII refused with an error that names ``what``
+    and never the value."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise ConfigurationError(f"the {what} is empty")
+    if not all("!" <= char <= "~" for char in cleaned):
+        raise ConfigurationError(
+            f"the {what} contains spaces, control or non-ASCII characters; check how it was copied"
+        )
+    return cleaned

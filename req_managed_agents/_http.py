@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from http.cookiejar import DefaultCookiePolicy
-from typing import Any
+from typing import Any, cast
 
 import requests
 import urllib3.exceptions
@@ -27,6 +27,7 @@ from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
+    ConfigurationError,
     ConflictError,
     IdleTimeoutError,
     ManagedAgentsError,
@@ -118,6 +119,28 @@ class HttpClient:
         if self._owns_session:
             self.session.close()
 
+    def _prepare(self, request: requests.Request) -> requests.PreparedRequest:
+        """The request as it will be sent, authenticated; header values that would break it
+        are refused with an error that names the header and quotes no value."""
+        try:
+            prepared = self.session.prepare_request(request)
+        except requests.exceptions.InvalidHeader:
+            raise ConfigurationError(
+                f"{request.method} {request.url}: a header holds whitespace or control characters"
+            ) from None
+        self._authenticate(prepared)
+        _check_header_values(prepared)
+        return prepared
+
+    def _environment_settings(
+        self, prepared: requests.PreparedRequest, stream: bool
+    ) -> dict[str, Any]:
+        """Proxies, CA bundle and client certificate as ``requests.get`` would use them:
+        ``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``, ``.netrc``
+        aside (authentication is ours), merged with the session's own settings."""
+        settings = self.session.merge_environment_settings(prepared.url, {}, stream, None, None)
+        return dict(settings)
+
     def timeouts(self, read: float | None = None) -> tuple[float, float]:
         """``(connect, read)`` seconds for one request; ``read`` bounds each socket read."""
         read_timeout = self.timeout if read is None else read
@@ -159,8 +182,7 @@ class HttpClient:
         )
         attempt = 0
         while True:
-            prepared = self.session.prepare_request(request)
-            self._authenticate(prepared)
+            prepared = self._prepare(request)
             meta = {
                 **(telemetry_metadata or {}),
                 "method": method,
@@ -179,9 +201,9 @@ class HttpClient:
                 try:
                     response = self.session.send(
                         prepared,
-                        stream=stream,
                         timeout=self.timeouts(timeout),
                         allow_redirects=False,
+                        **self._environment_settings(prepared, stream),
                     )
                 except requests.RequestException as exc:
                     failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
@@ -189,6 +211,12 @@ class HttpClient:
                     outcome["status"] = None
                     if not _may_retry_transport(policy, exc, idempotent, attempt):
                         raise failure from exc
+                except (ValueError, OSError) as exc:
+                    # Raised before anything was sent (a CA bundle path that does not exist, a
+                    # header value http.client refuses): retrying cannot help. The message may
+                    # quote a credential in escaped form, so the original is not chained.
+                    outcome["status"] = None
+                    raise TransportError(f"{method} {path} failed: {redact(str(exc))}") from None
                 else:
                     outcome["status"] = response.status_code
                     if response.status_code < 300:
@@ -209,6 +237,22 @@ class HttpClient:
             else:
                 time.sleep(delay)
             attempt += 1
+
+
+def _check_header_values(prepared: requests.PreparedRequest) -> None:
+    """Refuse a header value ``http.client`` would refuse, before it can quote it back.
+
+    The usual cause is a credential pasted with a trailing newline; the error names the
+    header, never the value.
+    """
+    for name, value in prepared.headers.items():
+        raw = cast(object, value)  # the stubs say str; callers may pass bytes
+        text = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+        if text != text.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise ConfigurationError(
+                f"the {name} header holds whitespace or control characters at its ends or "
+                "inside; check the credential or setting it comes from"
+            )
 
 
 def _transport_failure(
@@ -237,7 +281,9 @@ def _may_retry_status(
         return False
     if retry_after is not None and retry_after > policy.max_retry_after:
         return False
-    return policy.should_retry(error.status_code, error.error_type, idempotent=idempotent)
+    return policy.should_retry(
+        error.status_code, error.error_type, idempotent=idempotent, retry_after=retry_after
+    )
 
 
 def _reader(raw: Any) -> Callable[[int], bytes]:

@@ -12,6 +12,7 @@ Two layers, because either alone leaks:
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import re
 import threading
@@ -28,16 +29,28 @@ _KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}
 _MIN_SECRET_LENGTH = 8
 
 _lock = threading.Lock()
-_secrets: frozenset[str] = frozenset()
+_secrets: tuple[str, ...] = ()
+
+
+def _spellings(value: str) -> set[str]:
+    """``value`` as messages may quote it: raw, trimmed, and escaped the way ``repr`` of a
+    str or of its bytes and JSON write it (``http.client`` quotes a bad header as bytes)."""
+    spellings = {value, value.strip(), repr(value)[1:-1], json.dumps(value)[1:-1]}
+    spellings.add(repr(value.encode("utf-8", "backslashreplace"))[2:-1])
+    return {s for s in spellings if len(s) >= _MIN_SECRET_LENGTH}
 
 
 def register_secret(value: str) -> None:
-    """Remember ``value`` so that :func:`redact` masks it wherever it appears."""
+    """Remember ``value`` so that :func:`redact` masks it wherever it appears, escaped too."""
     global _secrets
-    if len(value) < _MIN_SECRET_LENGTH or value in _secrets:
+    if value in _secrets:
+        return
+    spellings = _spellings(value)
+    if not spellings:
         return
     with _lock:
-        _secrets = _secrets | {value}
+        # Longest first, so a spelling containing another is masked whole.
+        _secrets = tuple(sorted(set(_secrets) | spellings, key=len, reverse=True))
 
 
 def redact(text: str) -> str:

@@ -5,8 +5,10 @@ What may be retried depends on whether a duplicate could do harm:
 * an **idempotent** request (GET, DELETE, archive) is retried on connection failures, read
   timeouts and the retryable statuses;
 * a **non-idempotent** request (a create, a posted message) is retried only when the failure
-  proves the server did not act on it: the connection was never established, or the server
-  refused it up front (429 rate limit, 503/529 overloaded).
+  proves the server did not act on it: the connection was never established, the server
+  refused it up front *and said when to come back* (429, 503 or 529 with ``retry-after``:
+  a bare 503 may come from a proxy that timed out while the server went on), or it named a
+  throttling error code.
 
 Waits grow exponentially with jitter up to a cap; a server's ``retry-after`` wins when given,
 and a ``retry-after`` longer than :attr:`RetryPolicy.max_retry_after` is not waited out.
@@ -43,13 +45,22 @@ class RetryPolicy:
         {"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException"}
     )
 
-    def should_retry(self, status: int, error_type: str | None, *, idempotent: bool) -> bool:
+    def should_retry(
+        self,
+        status: int,
+        error_type: str | None,
+        *,
+        idempotent: bool,
+        retry_after: float | None = None,
+    ) -> bool:
         """Whether an error answer is worth another attempt for this kind of request."""
         if error_type in self.never_retry_error_types:
             return False
-        if error_type in self.refused_error_types or status in self.refused_statuses:
+        if error_type in self.refused_error_types:
             return True
-        return idempotent and status in self.retry_statuses
+        if idempotent:
+            return status in self.retry_statuses
+        return status in self.refused_statuses and retry_after is not None
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""

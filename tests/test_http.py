@@ -1,19 +1,24 @@
-"""The shared HTTP layer's streaming details, over real loopback sockets."""
+"""The shared HTTP layer over real loopback sockets: streaming, headers, bodies, environment."""
 
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import requests
 import urllib3.response
 
+from req_managed_agents import APIError, ConfigurationError, TransportError, telemetry
 from req_managed_agents._http import read_chunks
+from req_managed_agents._redact import redact, register_secret
+from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents
 from req_managed_agents.sse import SSEDecoder
-from req_managed_agents.testing import ClaudeEmulator
+from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator
 
 BODY = b'event: agent.message\ndata: {"type":"agent.message","id":"e1"}\n\n'
 
@@ -66,3 +71,160 @@ def test_streams_ask_for_uncompressed_bytes() -> None:
         stream_request = next(r for r in emulator.requests if r.path.endswith("/events/stream"))
     assert stream_request.headers["accept-encoding"] == "identity"
     assert stream_request.headers["accept"] == "text/event-stream"
+
+
+# -- credentials that would break a header ---------------------------------------------
+
+
+def test_a_pasted_api_key_loses_its_trailing_newline() -> None:
+    with ClaudeEmulator() as emulator:
+        provider = ClaudeManagedAgents(emulator.api_key + "\n", base_url=emulator.base_url)
+        with provider:
+            assert provider.client.list_agents() == []
+        assert emulator.requests[-1].headers["x-api-key"] == emulator.api_key
+
+
+def test_a_key_with_control_characters_inside_is_refused_without_quoting_it() -> None:
+    key = "sk-ant-emu-" + "a" * 20 + "\r\nx-injected: 1"
+    with pytest.raises(ConfigurationError) as caught:
+        ClaudeManagedAgents(key, base_url="http://127.0.0.1:1")
+    assert "a" * 20 not in str(caught.value)
+    assert "Anthropic API key" in str(caught.value)
+
+
+def test_a_header_http_client_would_refuse_is_a_named_error_that_quotes_no_secret() -> None:
+    # Credentials from the botocore chain (a refreshed token, say) bypass the provider's checks.
+    Credentials = pytest.importorskip("botocore.credentials").Credentials
+    seen: list[tuple[str, dict[str, Any]]] = []
+    with AgentCoreEmulator(session_token="tok-" + "z" * 30) as emulator:
+        credentials = Credentials(
+            emulator.access_key_id, emulator.secret_access_key, emulator.session_token + "\n"
+        )
+        provider = BedrockAgentCore(
+            emulator.region,
+            credentials=credentials,
+            endpoint_url=emulator.data_url,
+            control_endpoint_url=emulator.control_url,
+        )
+        detach = telemetry.attach(lambda name, _m, metadata: seen.append((name, metadata)))
+        try:
+            with provider, pytest.raises(ConfigurationError) as caught:
+                provider.client.list_harnesses()
+        finally:
+            detach()
+        assert emulator.requests == []  # refused before anything was sent
+    assert "X-Amz-Security-Token" in str(caught.value)
+    assert [text for text in (str(caught.value), repr(seen)) if "z" * 30 in text] == []
+
+
+def test_a_header_value_given_by_the_caller_is_refused_without_quoting_it() -> None:
+    with (
+        ClaudeEmulator() as emulator,
+        emulator.provider() as provider,
+        pytest.raises(ConfigurationError) as caught,
+    ):
+        provider.client._http.request(
+            "GET", "/v1/agents", idempotent=True, headers={"x-note": "n" * 30 + "\n"}
+        )
+    assert "n" * 30 not in str(caught.value)
+
+
+def test_escaped_spellings_of_a_secret_are_masked() -> None:
+    secret = "escaped-" + "q" * 24 + "\n"
+    register_secret(secret)
+    for spelling in (repr(secret), repr(secret.encode()), json.dumps(secret), secret.strip()):
+        assert "q" * 24 not in redact(f"Invalid header value {spelling}")
+
+
+# -- bodies that are not what they should be -------------------------------------------
+
+
+class LargeNonJson(http.server.BaseHTTPRequestHandler):
+    # No charset for requests to assume: Response.text would run charset detection over it
+    # all (about 7 s of CPU for 60 MB).
+    body = b"<html>" + b"\xe9 not json " * 100_000
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/octet-stream")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_large_non_json_body_is_reported_without_decoding_all_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_detection(response: requests.Response) -> str:
+        raise AssertionError("the whole body went through charset detection")
+
+    monkeypatch.setattr(requests.Response, "apparent_encoding", property(no_detection))
+    server = http.server.HTTPServer(("127.0.0.1", 0), LargeNonJson)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        provider = ClaudeManagedAgents("sk-ant-test-" + "k" * 20, base_url=server_url(server))
+        with provider, pytest.raises(APIError) as caught:
+            provider.client.get_agent("agent_1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "expected JSON" in str(caught.value)
+    assert "<html>" in str(caught.value)
+    assert len(str(caught.value)) < 600
+
+
+class DeepJson(http.server.BaseHTTPRequestHandler):
+    body = b"[" * 200_000 + b"]" * 200_000
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_json_nesting_too_deep_to_parse_is_an_api_error() -> None:
+    server = http.server.HTTPServer(("127.0.0.1", 0), DeepJson)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        provider = ClaudeManagedAgents("sk-ant-test-" + "k" * 20, base_url=server_url(server))
+        with provider, pytest.raises(APIError) as caught:
+            provider.client.get_agent("agent_1")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "nests too deeply" in str(caught.value)
+
+
+def server_url(server: http.server.HTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_port}"
+
+
+# -- the environment, as requests.get would read it --------------------------------------
+
+
+def test_proxy_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    with ClaudeEmulator() as emulator:
+        # The emulator serves absolute-form request targets too, so it can stand in for a
+        # forward proxy; the host below does not resolve, so only the proxy can answer.
+        monkeypatch.setenv("HTTP_PROXY", emulator.base_url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        provider = ClaudeManagedAgents(emulator.api_key, base_url="http://claude.invalid")
+        with provider:
+            assert provider.client.list_agents() == []
+
+
+def test_ca_bundle_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/rma-test-ca.pem")
+    provider = ClaudeManagedAgents("sk-ant-test-" + "k" * 20, base_url="https://127.0.0.1:9")
+    with provider, pytest.raises(TransportError) as caught:
+        provider.client.get_agent("agent_1")
+    assert "/nonexistent/rma-test-ca.pem" in str(caught.value)

@@ -18,7 +18,7 @@ from typing import Any
 
 import requests
 
-from req_managed_agents._config import text_setting
+from req_managed_agents._config import credential, text_setting
 from req_managed_agents._redact import Secret, get_logger, register_secret
 from req_managed_agents.errors import ConfigurationError, MissingDependencyError
 
@@ -125,9 +125,9 @@ def resolve_credentials(
             for name in names:
                 value = explicit.get(name) or explicit.get(f"aws_{name}")
                 if isinstance(value, Secret):
-                    return value.reveal()
+                    value = value.reveal()
                 if value:
-                    return str(value)
+                    return credential(str(value), f"AWS {name.replace('_', ' ')}")
             return None
 
         key = pick("access_key_id")

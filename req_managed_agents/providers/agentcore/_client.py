@@ -14,7 +14,6 @@ lives with the conversation that knows whether the turn completed).
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +25,7 @@ import requests
 
 from req_managed_agents import telemetry
 from req_managed_agents._http import HttpClient, api_error, read_chunks
+from req_managed_agents._json import dumps_utf8, excerpt, loads
 from req_managed_agents._retry import RetryPolicy, parse_retry_after
 from req_managed_agents.errors import APIError, ProviderStreamError, RateLimitError, StreamError
 from req_managed_agents.eventstream import EventStreamDecoder, EventStreamMessage
@@ -36,6 +36,8 @@ __all__ = ["SESSION_HEADER", "AgentCoreClient", "CommandResult"]
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 LIST_PAGE_SIZE = 100
+# How much of an error body that is not JSON an APIError keeps.
+_ERROR_BODY_EXCERPT = 2000
 _NO_RETRIES = RetryPolicy(max_retries=0)
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 _OUTPUT_STREAMS: tuple[Literal["stdout", "stderr"], ...] = ("stdout", "stderr")
@@ -60,9 +62,9 @@ class CommandResult:
 
 def _parse_aws_error(response: requests.Response) -> APIError:
     try:
-        body: Any = response.json()
+        body: Any = loads(response.content)
     except ValueError:
-        body = response.text[:2000]
+        body = excerpt(response.content, _ERROR_BODY_EXCERPT)
     raw_type = response.headers.get("x-amzn-ErrorType") or (
         body.get("__type") if isinstance(body, dict) else None
     )
@@ -377,19 +379,25 @@ def _frames(
 
 def _json_bytes(body: Mapping[str, Any]) -> bytes:
     """Serialise once: SigV4 signs exactly these bytes."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return dumps_utf8(body)
 
 
 def _json_object(response: requests.Response, method: str, path: str) -> dict[str, Any]:
+    if not response.content:
+        return {}
+    request_id = response.headers.get("x-amzn-RequestId")
     try:
-        data = response.json() if response.content else {}
+        data = loads(response.content)
     except ValueError as exc:
         raise APIError(
-            response.status_code, None, f"expected JSON from {method} {path}", None
-        ) from exc
+            response.status_code,
+            None,
+            f"expected JSON from {method} {path} ({exc}), got {excerpt(response.content)!r}",
+            request_id,
+        ) from None
     if not isinstance(data, dict):
         raise APIError(
-            response.status_code, None, f"expected a JSON object from {method} {path}", None
+            response.status_code, None, f"expected a JSON object from {method} {path}", request_id
         )
     return data
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from req_managed_agents._json import loads
 from req_managed_agents._redact import get_logger
 from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
 from req_managed_agents.errors import ProviderStreamError
@@ -65,7 +66,7 @@ def _decode_payload(payload: bytes) -> Any:
     if not payload:
         return {}
     try:
-        return json.loads(payload)
+        return loads(payload)
     except ValueError:
         return {"raw": payload.decode("utf-8", "replace")}
 
@@ -169,9 +170,9 @@ def _input(fragments: list[str]) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        decoded = json.loads(raw)
-    except ValueError:
-        _log.warning("a tool use carried input that is not JSON; passing {} to the tool")
+        decoded = loads(raw)
+    except ValueError as exc:
+        _log.warning("a tool use carried input that is not JSON (%s); passing {} to the tool", exc)
         return {}
     return decoded if isinstance(decoded, dict) else {}
 

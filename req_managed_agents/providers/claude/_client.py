@@ -5,11 +5,13 @@ list methods follow the cursor to the last page. Retries follow :mod:`req_manage
 
 * GET and DELETE, and the ``archive`` POSTs (archiving twice leaves the same state), are
   retried on connection errors, timeouts, 408/429/5xx/529;
-* creates and ``send_events`` are retried only when the server provably did not act (no
-  connection, or 429/503/529 refusals): a repeated agent, environment or session create would
-  leave a duplicate behind, and a repeated ``user.message`` would prompt the agent twice.
-  Tool results are the exception the session driver handles itself: a duplicate result is
-  detectable in the event history, so the driver re-checks before re-sending.
+* creating a session is retried the same way: a repeat can at worst leave an empty idle
+  session behind, which does no work;
+* agent and environment creates and ``send_events`` are retried only when the server
+  provably did not act (no connection, or a 429/503/529 refusal with ``retry-after``): a
+  repeated create would leave a duplicate behind, and a repeated ``user.message`` would
+  prompt the agent twice. The session driver recovers ``send_events`` itself: whether an
+  event landed can be read back from the session's history, so it checks before re-sending.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import quote
 import requests
 
 from req_managed_agents._http import HttpClient, api_error
+from req_managed_agents._json import excerpt, loads
 from req_managed_agents._redact import Secret
 from req_managed_agents._retry import RetryPolicy, parse_retry_after
 from req_managed_agents.errors import APIError
@@ -38,6 +41,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 # The API caps history pages at 1000; 100 keeps each response small while paging fast.
 EVENTS_PAGE_SIZE = 100
 LIST_PAGE_SIZE = 100
+# How much of an error body that is not JSON an APIError keeps.
+_ERROR_BODY_EXCERPT = 2000
 
 Json = dict[str, Any]
 FileContent = Union[bytes, BinaryIO, str, "os.PathLike[str]"]
@@ -53,9 +58,9 @@ def _segment(value: str) -> str:
 
 def _parse_anthropic_error(response: requests.Response) -> APIError:
     try:
-        body: Any = response.json()
+        body: Any = loads(response.content)
     except ValueError:
-        body = response.text[:2000]
+        body = excerpt(response.content, _ERROR_BODY_EXCERPT)
     error = body.get("error") if isinstance(body, dict) else None
     error_type = message = None
     if isinstance(error, dict):
@@ -139,41 +144,47 @@ class ClaudeClient:
         body: Any = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
         response = self._http.request(
-            method, path, idempotent=idempotent, json=body, params=params, headers=headers
+            method,
+            path,
+            idempotent=idempotent,
+            json=body,
+            params=params,
+            headers=headers,
+            telemetry_metadata=telemetry_metadata,
         )
-        try:
-            data = response.json() if response.content else {}
-        except ValueError as exc:
-            raise APIError(
-                response.status_code,
-                None,
-                f"expected JSON from {method} {path}, got {response.text[:200]!r}",
-                response.headers.get("request-id"),
-            ) from exc
-        if not isinstance(data, dict):
-            raise APIError(
-                response.status_code, None, f"expected a JSON object from {method} {path}", None
-            )
-        return data
+        return _json_object(response, f"{method} {path}")
 
     def _list_all(
         self,
         path: str,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> list[Json]:
-        return list(self._iter_pages(path, params, headers))
+        return list(self._iter_pages(path, params, headers, telemetry_metadata))
 
     def _iter_pages(
-        self, path: str, params: Mapping[str, Any] | None, headers: Mapping[str, str] | None
+        self,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        telemetry_metadata: Mapping[str, Any] | None,
     ) -> Iterator[Json]:
         """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen_cursors: set[str] = set()
         while True:
-            page = self._json("GET", path, idempotent=True, params=query, headers=headers)
+            page = self._json(
+                "GET",
+                path,
+                idempotent=True,
+                params=query,
+                headers=headers,
+                telemetry_metadata=telemetry_metadata,
+            )
             data = page.get("data")
             if not isinstance(data, list):
                 raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
@@ -239,16 +250,40 @@ class ClaudeClient:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def create_session(self, agent_id: str, environment_id: str) -> Json:
+    def create_session(
+        self,
+        agent_id: str,
+        environment_id: str,
+        *,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> Json:
         """Create a bare session: the API rejects inline events, and the stream must be
-        attached before the first message is sent or fast events are missed."""
+        attached before the first message is sent or fast events are missed.
+
+        Retried like an idempotent call even when the server may have acted: the worst a
+        repeat can leave behind is a second, empty, idle session, whereas giving up loses
+        the whole run.
+        """
         if not agent_id or not environment_id:
             raise ValueError("a session needs both an agent id and an environment id")
         body = {"agent": agent_id, "environment_id": environment_id}
-        return self._json("POST", "/v1/sessions", idempotent=False, body=body)
+        return self._json(
+            "POST",
+            "/v1/sessions",
+            idempotent=True,
+            body=body,
+            telemetry_metadata=telemetry_metadata,
+        )
 
-    def get_session(self, session_id: str) -> Json:
-        return self._json("GET", f"/v1/sessions/{_segment(session_id)}", idempotent=True)
+    def get_session(
+        self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None
+    ) -> Json:
+        return self._json(
+            "GET",
+            f"/v1/sessions/{_segment(session_id)}",
+            idempotent=True,
+            telemetry_metadata=telemetry_metadata,
+        )
 
     def list_sessions(self, **params: Any) -> list[Json]:
         """Every session (all pages), newest first unless ``order="asc"``."""
@@ -263,22 +298,43 @@ class ClaudeClient:
 
     # -- events ---------------------------------------------------------------------------
 
-    def send_events(self, session_id: str, events: Sequence[Mapping[str, Any]]) -> Json:
+    def send_events(
+        self,
+        session_id: str,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> Json:
         """Post events in one request; the API rejects an empty list, so we refuse it first."""
         if not events:
             raise ValueError("send_events needs at least one event")
         path = f"/v1/sessions/{_segment(session_id)}/events"
         return self._json(
-            "POST", path, idempotent=False, body={"events": [dict(e) for e in events]}
+            "POST",
+            path,
+            idempotent=False,
+            body={"events": [dict(e) for e in events]},
+            telemetry_metadata=telemetry_metadata,
         )
 
-    def list_events(self, session_id: str, *, page_size: int = EVENTS_PAGE_SIZE) -> list[Json]:
+    def list_events(
+        self,
+        session_id: str,
+        *,
+        page_size: int = EVENTS_PAGE_SIZE,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> list[Json]:
         """The session's whole event history, oldest first, every page."""
         path = f"/v1/sessions/{_segment(session_id)}/events"
-        return self._list_all(path, {"limit": page_size})
+        return self._list_all(path, {"limit": page_size}, None, telemetry_metadata)
 
     def open_event_stream(
-        self, session_id: str, *, idle_timeout: float, cancelled: threading.Event | None = None
+        self,
+        session_id: str,
+        *,
+        idle_timeout: float,
+        cancelled: threading.Event | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> requests.Response:
         """Open ``GET /v1/sessions/{id}/events/stream`` and return the streaming response.
 
@@ -293,7 +349,7 @@ class ClaudeClient:
             stream=True,
             read_timeout=idle_timeout,
             cancelled=cancelled,
-            telemetry_metadata={"session_id": session_id},
+            telemetry_metadata={**(telemetry_metadata or {}), "session_id": session_id},
         )
 
     # -- session resources ----------------------------------------------------------------
@@ -359,16 +415,8 @@ class ClaudeClient:
             files=fields,
             headers={"anthropic-beta": self.files_beta},
         )
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise APIError(
-                response.status_code,
-                None,
-                f"expected JSON from POST /v1/files, got {response.text[:200]!r}",
-                response.headers.get("request-id"),
-            ) from exc
-        if not isinstance(data, dict) or "id" not in data:
+        data = _json_object(response, "POST /v1/files")
+        if "id" not in data:
             raise APIError(response.status_code, None, "file upload returned no id", None)
         return data
 
@@ -393,6 +441,30 @@ class ClaudeClient:
     def delete_file(self, file_id: str) -> Json:
         path = f"/v1/files/{_segment(file_id)}"
         return self._json("DELETE", path, idempotent=True, headers=self._files_headers())
+
+
+def _json_object(response: requests.Response, what: str) -> Json:
+    """A successful response's JSON object; an empty body is ``{}``. Anything else is an
+    :class:`APIError` quoting a bounded prefix of the body."""
+    if not response.content:
+        return {}
+    try:
+        data = loads(response.content)
+    except ValueError as exc:
+        raise APIError(
+            response.status_code,
+            None,
+            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
+            response.headers.get("request-id"),
+        ) from None
+    if not isinstance(data, dict):
+        raise APIError(
+            response.status_code,
+            None,
+            f"expected a JSON object from {what}",
+            response.headers.get("request-id"),
+        )
+    return data
 
 
 def _query(params: Mapping[str, Any]) -> dict[str, Any]:

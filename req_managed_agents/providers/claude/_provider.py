@@ -7,7 +7,7 @@ from typing import Any
 
 import requests
 
-from req_managed_agents._config import required_setting, setting, text_setting
+from req_managed_agents._config import credential, required_setting, setting, text_setting
 from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import EventSink, check_options, handle_id
@@ -58,7 +58,8 @@ class ClaudeManagedAgents:
             raise ConfigurationError("timeout must be positive")
         if max_retries < 0:
             raise ConfigurationError("max_retries must not be negative")
-        key = Secret(required_setting(api_key, "ANTHROPIC_API_KEY", "Anthropic API key"))
+        what = "Anthropic API key"
+        key = Secret(credential(required_setting(api_key, "ANTHROPIC_API_KEY", what), what))
         url = text_setting(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
         if not url.startswith(("https://", "http://")):
             raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")

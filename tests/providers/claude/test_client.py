@@ -1136,7 +1136,6 @@ NON_IDEMPOTENT_CALLS = [
     pytest.param(
         lambda c: c.create_environment({"name": "e"}), "/v1/environments", id="create_env"
     ),
-    pytest.param(lambda c: c.create_session("agent_1", "env_1"), "/v1/sessions", id="session"),
     pytest.param(
         lambda c: c.send_events("sesn_1", [USER_MESSAGE]),
         "/v1/sessions/sesn_1/events",
@@ -1220,6 +1219,47 @@ def test_non_idempotent_post_is_retried_when_the_connection_never_opened(
 
 @pytest.mark.parametrize("status", [429, 503, 529])
 @pytest.mark.parametrize(("call", "path"), NON_IDEMPOTENT_CALLS)
+def test_non_idempotent_post_is_not_retried_on_a_refusal_without_retry_after(
+    call: Call,
+    path: str,
+    status: int,
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+    sleeps: list[float],
+) -> None:
+    # A bare 503 may come from a proxy that gave up while the server went on working.
+    mock.add(responses.POST, API + path, status=status, json=error_body())
+    mock.add(responses.POST, API + path, json={"id": "duplicate"})
+
+    with pytest.raises(APIError) as caught:
+        call(client)
+
+    assert caught.value.status_code == status
+    assert len(mock.calls) == 1
+    assert sleeps == []
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param({"status": 500, "json": {"type": "error"}}, id="500"),
+        pytest.param({"status": 503, "json": {"type": "error"}}, id="503-without-retry-after"),
+        pytest.param({"body": requests.ConnectionError("Connection reset by peer")}, id="reset"),
+    ],
+)
+def test_creating_a_session_is_retried_even_when_the_server_may_have_acted(
+    failure: dict[str, Any], client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    # The worst a repeat leaves behind is an empty idle session; giving up loses the run.
+    mock.add(responses.POST, API + "/v1/sessions", **failure)
+    mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_2"})
+
+    assert client.create_session("agent_1", "env_1") == {"id": "sesn_2"}
+    assert len(mock.calls) == 2
+
+
+@pytest.mark.parametrize("status", [429, 503, 529])
+@pytest.mark.parametrize(("call", "path"), NON_IDEMPOTENT_CALLS)
 def test_non_idempotent_post_is_retried_on_refusals(
     call: Call,
     path: str,
@@ -1248,7 +1288,13 @@ def test_non_idempotent_post_is_retried_on_refusals(
 def test_non_idempotent_post_refused_every_time_stops_after_max_retries(
     status: int, client: ClaudeClient, mock: responses.RequestsMock
 ) -> None:
-    mock.add(responses.POST, API + "/v1/sessions/sesn_1/events", status=status, json=error_body())
+    mock.add(
+        responses.POST,
+        API + "/v1/sessions/sesn_1/events",
+        status=status,
+        json=error_body(),
+        headers={"retry-after": "0"},
+    )
 
     with pytest.raises(APIError) as caught:
         client.send_events("sesn_1", [USER_MESSAGE])
@@ -1262,7 +1308,13 @@ def test_upload_retry_resends_the_whole_file(
 ) -> None:
     source = tmp_path / "input.bin"
     source.write_bytes(b"\x00\x01payload\xff")
-    mock.add(responses.POST, API + "/v1/files", status=529, json=error_body("overloaded_error"))
+    mock.add(
+        responses.POST,
+        API + "/v1/files",
+        status=529,
+        json=error_body("overloaded_error"),
+        headers={"retry-after": "1"},
+    )
     mock.add(responses.POST, API + "/v1/files", json={"id": "file_1"})
 
     with source.open("rb") as handle:
