@@ -307,7 +307,8 @@ class EnvironmentArchivedError(ProvisioningError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(
-            f"environment {name!r} exists but is archived; change the spec or the base name"
+            f"environment {name!r} exists but is archived, and an archived name cannot be "
+            "used again; change the spec or the base name (provision uses '<agent name>_env')"
         )
 
 

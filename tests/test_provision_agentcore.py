@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -10,6 +11,7 @@ from req_managed_agents import (
     BedrockAgentCore,
     ConfigurationError,
     HarnessFailedError,
+    ServerError,
     Tools,
     run_to_completion,
 )
@@ -54,7 +56,11 @@ def creates(emulator: AgentCoreEmulator) -> int:
     return sum(1 for r in emulator.requests if r.method == "POST" and r.path == "/harnesses")
 
 
-def test_provision_waits_for_ready_and_repeats_without_calls(
+def calls_since(emulator: AgentCoreEmulator, start: int) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in emulator.requests[start:]]
+
+
+def test_provision_waits_for_ready_and_repeats_with_one_get(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
     emulator.harness_statuses(["CREATING", "CREATING", "READY"])
@@ -70,7 +76,7 @@ def test_provision_waits_for_ready_and_repeats_without_calls(
         provision(provider, SPEC, environment=ENVIRONMENT, store=store, execution_role_arn=ROLE)
         == handle
     )
-    assert len(emulator.requests) == requests
+    assert calls_since(emulator, requests) == [("GET", f"/harnesses/{handle.harness_id}")]
     body = next(r.body for r in emulator.requests if r.method == "POST" and r.path == "/harnesses")
     assert body["environment"] == ENVIRONMENT.config["environment"], "passed verbatim"
     assert body["executionRoleArn"] == ROLE
@@ -138,3 +144,52 @@ def test_long_names_are_fitted_to_the_harness_rules(
     assert handle.name[0].isalpha()
     assert len(handle.name) <= 40
     assert handle.name.endswith(f"_{handle.digest}")
+
+
+# --- a store that went stale behind provisioning's back ----------------------------------------
+
+
+@pytest.mark.parametrize("delete_after", [0, 1, 3], ids=["gone", "deleting", "slowly deleting"])
+def test_a_harness_deleted_behind_the_stores_back_is_created_anew(delete_after: int) -> None:
+    with (
+        AgentCoreEmulator([ConverseTurn(text="fresh")], delete_after=delete_after) as emulator,
+        emulator.provider(timeout=5) as provider,
+    ):
+        store = MemoryStore()
+        first = provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+        provider.client.delete_harness(first.harness_id)
+        second = provision(provider, SPEC, store=store, execution_role_arn=ROLE, timeout=20)
+        assert second.harness_id != first.harness_id
+        assert second.name == first.name
+        assert creates(emulator) == 2
+        start = len(emulator.requests)
+        assert provision(provider, SPEC, store=store, execution_role_arn=ROLE) == second
+        assert calls_since(emulator, start) == [("GET", f"/harnesses/{second.harness_id}")]
+        result = run_to_completion(provider, "hi", handler=Tools(), harness=second, timeout=10)
+    assert result.text == "fresh"
+
+
+def test_a_stored_harness_that_is_updating_is_waited_on_and_kept(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    store = MemoryStore()
+    handle = provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+    emulator.harness_statuses(["UPDATING", "UPDATING", "UPDATING", "READY"], name=handle.name)
+    assert provision(provider, SPEC, store=store, execution_role_arn=ROLE, timeout=10) == handle
+    assert [h["status"] for h in emulator.harnesses()] == ["READY"]
+    assert creates(emulator) == 1
+
+
+def test_a_failing_confirmation_propagates_and_keeps_the_store(
+    emulator: AgentCoreEmulator,
+) -> None:
+    store = MemoryStore()
+    with emulator.provider(timeout=5, max_retries=0) as provider:
+        first = provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+        emulator.fail_requests("GET", f"/harnesses/{re.escape(first.harness_id)}", 500)
+        start = len(emulator.requests)
+        with pytest.raises(ServerError):
+            provision(provider, SPEC, store=store, execution_role_arn=ROLE)
+        assert calls_since(emulator, start) == [("GET", f"/harnesses/{first.harness_id}")]
+        assert provision(provider, SPEC, store=store, execution_role_arn=ROLE) == first
+    assert creates(emulator) == 1

@@ -18,6 +18,7 @@ from req_managed_agents import (
     EnvironmentArchivedError,
     PartialPruneError,
     ProvisioningError,
+    ServerError,
     Tools,
     UnknownTagError,
     run_to_completion,
@@ -36,6 +37,7 @@ from req_managed_agents.provisioner import (
     teardown,
 )
 from req_managed_agents.testing import ClaudeEmulator, Turn
+from tests.testing._api import Api, ok
 
 SPEC = AgentSpec(name="support", system_prompt="Be brief.", model="claude-sonnet-4-6")
 
@@ -56,7 +58,19 @@ def creates(emulator: ClaudeEmulator, path: str) -> int:
     return sum(1 for r in emulator.requests if r.method == "POST" and r.path == path)
 
 
-def test_repeat_provision_makes_no_create_calls(
+def calls_since(emulator: ClaudeEmulator, start: int) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in emulator.requests[start:]]
+
+
+def confirmations(handle: Any) -> list[tuple[str, str]]:
+    """The requests a provision answered from the store makes: one GET per resource."""
+    return [
+        ("GET", f"/v1/environments/{handle.environment_id}"),
+        ("GET", f"/v1/agents/{handle.agent_id}"),
+    ]
+
+
+def test_repeat_provision_confirms_each_stored_resource_with_one_get(
     provider: ClaudeManagedAgents, emulator: ClaudeEmulator
 ) -> None:
     store = MemoryStore()
@@ -64,7 +78,7 @@ def test_repeat_provision_makes_no_create_calls(
     requests_after_first = len(emulator.requests)
     second = provision(provider, SPEC, store=store)
     assert second == first
-    assert len(emulator.requests) == requests_after_first, "a cached provision makes no call"
+    assert calls_since(emulator, requests_after_first) == confirmations(first), "no list/create"
     assert creates(emulator, "/v1/agents") == 1
     assert creates(emulator, "/v1/environments") == 1
     assert first.name.startswith("support_")
@@ -264,7 +278,7 @@ def test_file_store_survives_between_runs(
     requests_before = len(emulator.requests)
     second = provision(provider, SPEC, store=FileStore(path))
     assert second == first
-    assert len(emulator.requests) == requests_before
+    assert calls_since(emulator, requests_before) == confirmations(first)
 
 
 def test_a_409_on_create_recovers_the_resource_by_name(
@@ -317,3 +331,118 @@ def test_teardown_by_spec_also_forgets_the_cached_handle() -> None:
         assert second.agent_id != first.agent_id, "not the archived agent from the cache"
         result = run_to_completion(provider, "hi", handler=Tools(), agent=second, timeout=10)
         assert result.text == "hi"
+
+
+# --- a store that went stale behind provisioning's back ----------------------------------------
+
+
+def test_a_stored_environment_is_confirmed_with_one_get(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    spec = EnvironmentSpec({"type": "cloud"})
+    environment = ensure_environment(provider, spec, name="data", store=store)
+    agent = provision(provider, SPEC, environment=environment, store=store)
+    start = len(emulator.requests)
+    assert ensure_environment(provider, spec, name="data", store=store) == environment
+    assert calls_since(emulator, start) == [
+        ("GET", f"/v1/environments/{environment.environment_id}")
+    ]
+    start = len(emulator.requests)
+    assert provision(provider, SPEC, environment=environment, store=store) == agent
+    assert calls_since(emulator, start) == [("GET", f"/v1/agents/{agent.agent_id}")]
+
+
+def test_an_agent_archived_behind_the_stores_back_is_created_anew(tmp_path: Path) -> None:
+    path = tmp_path / "store.json"
+    with (
+        ClaudeEmulator([Turn(text="fresh")]) as emulator,
+        emulator.provider(timeout=5) as provider,
+    ):
+        first = provision(provider, SPEC, store=FileStore(path))
+        provider.client.archive_agent(first.agent_id)
+        second = provision(provider, SPEC, store=FileStore(path))
+        assert second.agent_id != first.agent_id
+        assert (second.name, second.environment_id) == (first.name, first.environment_id)
+        assert creates(emulator, "/v1/agents") == 2
+        assert first.agent_id not in path.read_text(), "every record of the old agent is gone"
+        start = len(emulator.requests)
+        assert provision(provider, SPEC, store=FileStore(path)) == second, "the store holds it"
+        assert calls_since(emulator, start) == confirmations(second)
+        result = run_to_completion(provider, "hi", handler=Tools(), agent=second, timeout=10)
+    assert result.text == "fresh"
+
+
+def test_an_archived_agent_whose_name_is_kept_is_a_named_error_not_the_stale_handle(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    path = tmp_path / "store.json"
+    first = provision(provider, SPEC, store=FileStore(path))
+    provider.client.archive_agent(first.agent_id)
+    with pytest.raises(ProvisioningError, match="taken by an archived"):
+        provision(provider, SPEC, store=FileStore(path))  # this emulator keeps archived names
+    assert first.agent_id not in path.read_text()
+
+
+def test_an_environment_deleted_behind_the_stores_back_is_created_anew(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    first = provision(provider, SPEC, store=store)
+    ok(Api(emulator).delete(f"/v1/environments/{first.environment_id}"))
+    second = provision(provider, SPEC, store=store)
+    assert second.environment_id != first.environment_id
+    assert second.agent_id == first.agent_id, "the live agent is found by name and kept"
+    assert creates(emulator, "/v1/environments") == 2
+    assert creates(emulator, "/v1/agents") == 1
+    start = len(emulator.requests)
+    assert provision(provider, SPEC, store=store) == second, "the store holds the new one"
+    assert calls_since(emulator, start) == confirmations(second)
+    result = run_to_completion(provider, "hi", handler=Tools(), agent=second, timeout=10)
+    assert result.text == "hello"
+
+
+def test_an_environment_archived_behind_the_stores_back_is_a_named_error(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    spec = EnvironmentSpec({"type": "cloud"})
+    handle = ensure_environment(provider, spec, name="data", store=store)
+    tag("data", "prod", handle, store=store)
+    provider.client.archive_environment(handle.environment_id)
+    for _ in range(2):  # forgotten on the first call, so the second looks it up again
+        with pytest.raises(EnvironmentArchivedError, match="exists but is archived") as caught:
+            ensure_environment(provider, spec, name="data", store=store)
+        assert caught.value.name == handle.name
+    with pytest.raises(UnknownTagError, match="no longer tracked"):
+        resolve("data:prod", store=store)
+
+
+def test_provision_with_an_archived_environment_names_it(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator
+) -> None:
+    store = MemoryStore()
+    first = provision(provider, SPEC, store=store)
+    provider.client.archive_environment(first.environment_id)
+    with pytest.raises(EnvironmentArchivedError, match=r"support_env_[0-9a-f]{8}"):
+        provision(provider, SPEC, store=store)
+
+
+@pytest.mark.parametrize("resource", ["environments", "agents"])
+def test_a_failing_confirmation_propagates_and_keeps_the_store(
+    emulator: ClaudeEmulator, tmp_path: Path, resource: str
+) -> None:
+    path = tmp_path / "store.json"
+    with emulator.provider(timeout=5, max_retries=0) as provider:
+        first = provision(provider, SPEC, store=FileStore(path))
+        stored = path.read_bytes()
+        resource_id = first.environment_id if resource == "environments" else first.agent_id
+        emulator.fail_requests("GET", rf"/v1/{resource}/{resource_id}", 500)
+        start = len(emulator.requests)
+        with pytest.raises(ServerError):
+            provision(provider, SPEC, store=FileStore(path))
+        assert path.read_bytes() == stored, "an error that proves nothing evicts nothing"
+        assert all(method == "GET" for method, _ in calls_since(emulator, start))
+        assert provision(provider, SPEC, store=FileStore(path)) == first
+    assert creates(emulator, "/v1/agents") == 1
+    assert creates(emulator, "/v1/environments") == 1

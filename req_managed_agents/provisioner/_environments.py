@@ -8,12 +8,21 @@ Tags give digests stable names (``resolve("data:prod")``) and protect them from 
 Store keys: ``provision:<hash>`` (the handle, per provider endpoint), ``digest:<base>:<d8>``
 (the handle, for ``resolve``), ``tag:<base>:<tag>`` (a digest8) and ``tags:<base>`` (the
 list of a base's tags, so pruning can see them without a key scan).
+
+A stored handle is confirmed with one ``GET`` of its environment before it is returned. One
+archived or deleted elsewhere (``archived_at`` set, or 404) is forgotten the way
+:func:`prune_environments` forgets what it archives - its ``provision:`` and ``digest:``
+records go, tags stay and :func:`resolve` reports them untracked - and the name is looked up
+again: a deleted environment is created anew, an archived name is
+:class:`EnvironmentArchivedError` (the API never reuses it). Any other error of that ``GET``
+(network, 5xx, auth) propagates and leaves the store as it was: only proof that a record is
+stale removes it, and a provider that cannot answer a ``GET`` could not run a session either.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +31,7 @@ from req_managed_agents.errors import (
     EnvironmentArchivedError,
     EnvironmentNameConflictError,
     ManagedAgentsError,
+    NotFoundError,
     PartialPruneError,
     UnknownTagError,
 )
@@ -46,6 +56,7 @@ __all__ = [
     "EnvironmentHandle",
     "PruneResult",
     "ensure_environment",
+    "is_live",
     "prune_environments",
     "resolve",
     "tag",
@@ -112,6 +123,16 @@ def _bootstrap(spec: EnvironmentSpec) -> Bootstrap | None:
     return Bootstrap(bootstrap_script(spec.runtimes), system_prompt_block(spec.runtimes))
 
 
+def is_live(get: Callable[[str], Mapping[str, Any]], resource_id: str) -> bool:
+    """Whether a stored Claude agent or environment still serves (one ``GET``): not when it
+    is archived or answers 404. Other errors propagate, so a failed check evicts nothing."""
+    try:
+        resource = get(resource_id)
+    except NotFoundError:
+        return False
+    return not resource.get("archived_at")
+
+
 def _check_base(base: str) -> None:
     if not base or ":" in base:
         raise ValueError(f"an environment base name must be non-empty without ':', got {base!r}")
@@ -124,9 +145,11 @@ def ensure_environment(
 ) -> EnvironmentHandle:
     """The Claude environment for ``spec`` under base ``name``, created if absent.
 
-    Looks in the store, then for an active environment of the content-addressed name, and
+    Looks in the store (a hit costs one ``GET`` confirming the environment is live; a stale
+    one is forgotten), then for an active environment of the content-addressed name, and
     only then creates one; a create that answers 409 recovers the environment by name.
-    Raises :class:`EnvironmentArchivedError` if that name exists only archived, and
+    Raises :class:`EnvironmentArchivedError` if that name exists only archived (also when
+    the stored environment was archived elsewhere), and
     :class:`EnvironmentNameConflictError` if a 409 names nothing that can be listed.
     """
     if not isinstance(spec, EnvironmentSpec):
@@ -142,9 +165,14 @@ def ensure_environment(
         cached = store.get(key)
         if cached is not None:
             try:
-                return EnvironmentHandle.from_record(cached, bootstrap)
+                stored = EnvironmentHandle.from_record(cached, bootstrap)
             except ValueError:
                 store.delete(key)  # an unreadable record: rebuild it below
+            else:
+                if is_live(client.get_environment, stored.environment_id):
+                    return stored
+                store.delete(key)  # archived or deleted elsewhere: forget it, as a prune does
+                store.delete_value(stored.record())
         found = _find(client, env_name)
         if found is None:
             try:

@@ -3,7 +3,15 @@
 ``provision`` returns the handle for a spec, creating provider resources only when neither the
 store nor the provider already has them:
 
-1. the store is asked first (a repeat call makes no API call at all);
+1. the store is asked first, and a hit is confirmed with one ``GET`` of the resource, so a
+   repeat call costs one ``GET`` per resource (Claude: the environment and the agent;
+   AgentCore: the harness) and no list or create. A resource archived or deleted elsewhere
+   (``archived_at`` set, a 404, a harness ``DELETING``) is forgotten - every record of it,
+   as :func:`teardown` forgets - and rebuilt by steps 2 and 3. A harness in another state
+   (``UPDATING``, failed) is handled like one found by name: waited on until ``READY``, or
+   reported by its named error. Any other error of that ``GET`` (network, 5xx, auth)
+   propagates and changes nothing in the store: only proof that a record is stale removes
+   it, and a provider that cannot answer a ``GET`` could not run a session either;
 2. then the provider is searched for a resource of the content-addressed name (so a fresh
    machine, or a lost store, finds what an earlier run made);
 3. only then is it created; a create answering 409 recovers the resource by name.
@@ -29,7 +37,11 @@ from req_managed_agents.errors import (
     NotFoundError,
     ProvisioningError,
 )
-from req_managed_agents.provisioner._environments import EnvironmentHandle, ensure_environment
+from req_managed_agents.provisioner._environments import (
+    EnvironmentHandle,
+    ensure_environment,
+    is_live,
+)
 from req_managed_agents.provisioner._identity import (
     AGENTCORE_NAMES,
     CLAUDE_NAMES,
@@ -169,7 +181,9 @@ def _provision_claude(
         key = "provision:" + digest(["claude", client.base_url, name, env_handle.environment_id])
         cached = _from_record(store.get(key))
         if isinstance(cached, ClaudeAgentHandle):
-            return cached
+            if is_live(client.get_agent, cached.agent_id):
+                return cached
+            _forget(store, cached)  # archived or deleted elsewhere: rebuild below
         agent = _find_claude_agent(client, name)
         if agent is None:
             try:
@@ -242,7 +256,11 @@ def _provision_harness(
     with store_lock(store):
         cached = _from_record(store.get(key))
         if isinstance(cached, HarnessHandle):
-            return cached
+            status = _harness_status(client, cached.harness_id, deadline)
+            if status == "READY":
+                return cached
+            if status in (None, "DELETING"):
+                _forget(store, cached)  # deleted elsewhere: a fresh one is made below
         harness = _adopt_harness(client, name, deadline, wait_until_ready)
         if harness is None:
             request = {"harnessName": name, **body}
@@ -259,6 +277,15 @@ def _provision_harness(
         handle = HarnessHandle(str(harness["arn"]), str(harness["harnessId"]), name, harness_digest)
         _remember(store, key, handle)
     return handle
+
+
+def _harness_status(client: Any, harness_id: str, deadline: float) -> str | None:
+    """A stored harness's status from one ``GetHarness``; None when it is gone (404)."""
+    try:
+        harness = client.get_harness(harness_id, deadline=deadline)
+    except NotFoundError:
+        return None
+    return str(harness.get("status") or "")
 
 
 def _adopt_harness(

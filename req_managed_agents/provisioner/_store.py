@@ -10,13 +10,22 @@ cannot both create the same resource.
 file beside it, flushed and fsynced, then moved over the original with ``os.replace`` (atomic
 within a filesystem) and the folder fsynced, so a crash leaves either the old or the new file,
 never half of one. The file is created with mode 0600. A file that does not parse is an error
-naming the path - it is never silently reset, because that would forget live resources.
+naming the path - it is never silently reset, because that would forget live resources. Nor is
+one that Python's parser would take but JSON does not allow (``NaN``, ``Infinity``, a number
+too large for a float) or one nesting too deeply to parse. Every failure of the file system
+(an unwritable folder, a full disk, a parent that is a file) is a :class:`ProvisioningError`
+naming the store and the operating system's reason.
+
+Values must be JSON: ``put`` raises ``TypeError`` for a value JSON cannot hold and
+``ValueError`` for a non-finite float or a value nesting too deeply, before anything is
+written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
@@ -101,7 +110,31 @@ class MemoryStore:
 
 def _copy(value: Any) -> Any:
     """A JSON round trip: what comes out is what a FileStore would give back."""
-    return None if value is None else json.loads(json.dumps(value, allow_nan=False))
+    if value is None:
+        return None
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except RecursionError:
+        raise ValueError("a store value nests too deeply to be stored as JSON") from None
+    except ValueError as exc:
+        raise ValueError(f"a store value must be JSON: {exc}") from None
+
+
+def _finite(text: str) -> float:
+    """A JSON number as a float, refusing one too large (Python would read ``1e999`` as inf)."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is out of range")
+    return number
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _reason(exc: OSError) -> str:
+    """The operating system's words for a failure (``Permission denied``), else the error."""
+    return exc.strerror or str(exc)
 
 
 class FileStore:
@@ -123,14 +156,7 @@ class FileStore:
         """Hold the store exclusively (re-entrant in this thread, exclusive across processes)."""
         with self._thread_lock:
             if self._depth == 0:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held across the block
-                try:
-                    _lock_file(handle, self.lock_timeout)
-                except BaseException:
-                    handle.close()
-                    raise
-                self._lock_file = handle
+                self._lock_file = self._acquire()
             self._depth += 1
             try:
                 yield
@@ -141,31 +167,82 @@ class FileStore:
                     self._lock_file.close()
                     self._lock_file = None
 
+    def _acquire(self) -> Any:
+        """The open lock file, locked; a ProvisioningError when either cannot be had."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ProvisioningError(
+                f"cannot create the store {self.path}: {self.path.parent} is not a folder"
+            ) from None
+        except OSError as exc:
+            raise ProvisioningError(
+                f"cannot create the folder of the store {self.path}: {_reason(exc)}"
+            ) from exc
+        try:
+            handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held across the block
+        except OSError as exc:
+            raise ProvisioningError(
+                f"cannot open the lock file {self._lock_path} of the store {self.path}: "
+                f"{_reason(exc)}"
+            ) from exc
+        try:
+            _lock_file(handle, self.lock_timeout)
+        except OSError as exc:
+            handle.close()
+            raise ProvisioningError(
+                f"cannot lock the store {self.path} ({self._lock_path}): {_reason(exc)}"
+            ) from exc
+        except BaseException:
+            handle.close()
+            raise
+        return handle
+
+    def _corrupt(self, reason: str) -> ProvisioningError:
+        return ProvisioningError(
+            f"the store {self.path} is corrupt ({reason}); fix or move it - it may list live "
+            "resources, so it is never reset automatically"
+        )
+
     def _read(self) -> dict[str, Any]:
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise ProvisioningError(f"cannot read the store {self.path}: {exc}") from exc
+            raise ProvisioningError(f"cannot read the store {self.path}: {_reason(exc)}") from exc
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(raw.decode("utf-8"), parse_float=_finite, parse_constant=_not_json)
+        except RecursionError:
+            raise self._corrupt("it nests too deeply to parse") from None
         except ValueError as exc:  # UnicodeDecodeError included
-            raise ProvisioningError(
-                f"the store {self.path} is corrupt ({exc}); fix or move it - it may list live "
-                "resources, so it is never reset automatically"
-            ) from exc
+            raise self._corrupt(str(exc)) from exc
         if not isinstance(data, dict):
             raise ProvisioningError(f"the store {self.path} does not hold a JSON object")
         return data
 
+    def _encode(self, data: dict[str, Any]) -> bytes:
+        """The file's bytes: readable UTF-8, with ``\\u`` escapes only when text holds a lone
+        surrogate (which UTF-8 cannot carry, and which JSON escapes round-trip)."""
+        try:
+            text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False)
+            try:
+                return text.encode("utf-8")
+            except UnicodeEncodeError:
+                return json.dumps(data, indent=1, sort_keys=True, allow_nan=False).encode("ascii")
+        except RecursionError:
+            raise ProvisioningError(
+                f"cannot write the store {self.path}: its data nests too deeply for JSON"
+            ) from None
+
     def _write(self, data: dict[str, Any]) -> None:
-        encoded = json.dumps(
-            data, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False
-        ).encode("utf-8")
-        descriptor, temp_name = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
+        encoded = self._encode(data)
+        try:
+            descriptor, temp_name = tempfile.mkstemp(
+                prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
+            )
+        except OSError as exc:
+            raise ProvisioningError(f"cannot write the store {self.path}: {_reason(exc)}") from exc
         try:
             with os.fdopen(descriptor, "wb") as temp:
                 os.chmod(temp_name, 0o600)
@@ -173,9 +250,11 @@ class FileStore:
                 temp.flush()
                 os.fsync(temp.fileno())
             os.replace(temp_name, self.path)
+        except OSError as exc:
+            _discard(temp_name)
+            raise ProvisioningError(f"cannot write the store {self.path}: {_reason(exc)}") from exc
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp_name)
+            _discard(temp_name)
             raise
         _fsync_directory(self.path.parent)
 
@@ -184,9 +263,10 @@ class FileStore:
         return self._read().get(key)
 
     def put(self, key: str, value: Any) -> None:
+        copied = _copy(value)  # a value JSON cannot hold fails before the file is touched
         with self.lock():
             data = self._read()
-            data[key] = _copy(value)
+            data[key] = copied
             self._write(data)
 
     def delete(self, key: str) -> None:
@@ -203,6 +283,11 @@ class FileStore:
             kept = {k: v for k, v in data.items() if v != normalised}
             if len(kept) != len(data):
                 self._write(kept)
+
+
+def _discard(temp_name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(temp_name)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -114,6 +116,35 @@ def test_delete_value_compares_after_a_json_round_trip(store: AnyStore) -> None:
 def test_put_rejects_nan(store: AnyStore) -> None:
     with pytest.raises(ValueError, match="JSON"):
         store.put("k", {"ratio": float("nan")})
+
+
+def nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(nested(100_000), "nests too deeply"), ({"ratio": float("inf")}, "must be JSON")],
+    ids=["deep", "inf"],
+)
+def test_a_value_json_cannot_hold_is_a_value_error_and_nothing_changes(
+    store: AnyStore, value: Any, message: str
+) -> None:
+    store.put("k", "before")
+    with pytest.raises(ValueError, match=message) as caught:
+        store.put("k", value)
+    assert not isinstance(caught.value, RecursionError)
+    with pytest.raises(ValueError, match=message):
+        store.delete_value(value)
+    assert store.get("k") == "before"
+
+
+def test_text_with_a_lone_surrogate_round_trips(store: AnyStore) -> None:
+    store.put("k", {"text": "half \ud83d of an emoji", "name": "caf\u00e9"})
+    assert store.get("k") == {"text": "half \ud83d of an emoji", "name": "caf\u00e9"}
 
 
 # --- locking ------------------------------------------------------------------------------
@@ -247,6 +278,11 @@ CORRUPT = {
     "empty": b"",
     "array": b'["a"]',
     "string": b'"store"',
+    "nan": b'{"k": NaN}',
+    "infinity": b'{"k": [-Infinity]}',
+    "float overflow": b'{"k": {"n": 1e999}}',
+    "deep": b'{"k": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "deep and cut": b"[" * 100_000,
 }
 
 
@@ -268,6 +304,27 @@ def test_corrupt_file_is_an_error_naming_the_path_and_is_not_overwritten(
         calls[operation]()
     assert str(path) in str(caught.value)
     assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"k": NaN}', "NaN is not a JSON value"),
+        (b'{"k": Infinity}', "Infinity is not a JSON value"),
+        (b'{"k": -Infinity}', "-Infinity is not a JSON value"),
+        (b'{"k": 1e999}', "the number 1e999 is out of range"),
+        (b'{"k": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "it nests too deeply to parse"),
+    ],
+    ids=["nan", "infinity", "minus infinity", "overflow", "deep"],
+)
+def test_a_file_json_does_not_allow_is_reported_as_corrupt(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    path = tmp_path / "store.json"
+    path.write_bytes(content)
+    with pytest.raises(ProvisioningError) as caught:
+        FileStore(path).get("k")
+    assert str(caught.value).startswith(f"the store {path} is corrupt ({reason}); fix or move it")
 
 
 def test_file_cut_inside_a_utf8_character_is_a_provisioning_error(tmp_path: Path) -> None:
@@ -378,3 +435,129 @@ def test_reads_do_not_wait_for_a_writer_holding_the_lock(tmp_path: Path) -> None
         started = time.monotonic()
         assert reader.get("k") == "v"
         assert time.monotonic() - started < 0.2
+
+
+# --- FileStore: the file system refuses -----------------------------------------------------
+
+
+def store_calls(store: FileStore) -> dict[str, Callable[[], object]]:
+    def hold_lock() -> None:
+        with store.lock():
+            pass
+
+    return {
+        "put": lambda: store.put("k", "v"),
+        "delete": lambda: store.delete("k"),
+        "delete_value": lambda: store.delete_value("v"),
+        "lock": hold_lock,
+    }
+
+
+@pytest.mark.parametrize("operation", ["get", "put", "delete", "delete_value", "lock"])
+def test_a_parent_that_is_a_file_is_a_provisioning_error(tmp_path: Path, operation: str) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    path = tmp_path / "file" / "store.json"
+    store = FileStore(path)
+    calls = {"get": lambda: store.get("k"), **store_calls(store)}
+    with pytest.raises(ProvisioningError) as caught:
+        calls[operation]()
+    assert str(path) in str(caught.value)
+    assert (tmp_path / "file").read_text() == "not a folder"
+
+
+def test_a_grandparent_that_is_a_file_names_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    path = tmp_path / "file" / "sub" / "store.json"
+    with pytest.raises(ProvisioningError, match="Not a directory") as caught:
+        FileStore(path).put("k", "v")
+    assert str(path) in str(caught.value)
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    if sys.platform == "win32" or os.geteuid() == 0:
+        pytest.skip("root ignores folder permissions (and Windows has no such mode bits)")
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    yield folder
+    os.chmod(folder, 0o700)
+
+
+@pytest.mark.parametrize("operation", ["put", "delete", "delete_value", "lock"])
+def test_an_unwritable_folder_is_a_provisioning_error(read_only: Path, operation: str) -> None:
+    path = read_only / "store.json"
+    os.chmod(read_only, 0o500)  # the lock file cannot be created
+    with pytest.raises(ProvisioningError, match="Permission denied") as caught:
+        store_calls(FileStore(path))[operation]()
+    assert str(path) in str(caught.value)
+
+
+def test_an_unwritable_folder_with_a_store_in_it_keeps_the_file(read_only: Path) -> None:
+    path = read_only / "store.json"
+    store = FileStore(path)
+    store.put("k", "v")
+    original = path.read_bytes()
+    os.chmod(read_only, 0o500)  # the lock file opens; the temporary file cannot be created
+    with pytest.raises(ProvisioningError, match="Permission denied") as caught:
+        store.put("k", "changed")
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == original
+    assert store.get("k") == "v", "reads still work"
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        ("tempfile.mkstemp", PermissionError(errno.EACCES, "Permission denied")),
+        ("os.fsync", OSError(errno.ENOSPC, "No space left on device")),
+        ("os.replace", PermissionError(errno.EPERM, "Operation not permitted")),
+    ],
+    ids=["mkstemp", "fsync", "replace"],
+)
+def test_a_failing_write_is_a_provisioning_error_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, error: OSError
+) -> None:
+    path = tmp_path / "store.json"
+    store = FileStore(path)
+    store.put("k", "v")
+    original = path.read_bytes()
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(target, refuse)
+    with pytest.raises(ProvisioningError) as caught:
+        store.put("k", "changed")
+    monkeypatch.undo()
+    assert str(caught.value) == f"cannot write the store {path}: {error.strerror}"
+    assert caught.value.__cause__ is error
+    assert path.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.json", "store.json.lock"]
+    store.put("k", "after")  # the lock was released
+    assert store.get("k") == "after"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
+def test_a_lock_the_system_refuses_is_a_provisioning_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    def refuse(*args: Any) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    path = tmp_path / "store.json"
+    with pytest.raises(ProvisioningError, match="No locks available") as caught:
+        FileStore(path).put("k", "v")
+    assert str(path) in str(caught.value)
+    assert not path.exists()
+
+
+def test_a_lone_surrogate_already_in_the_file_is_written_back_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "store.json"
+    path.write_bytes(b'{"old": "\\ud800"}')
+    store = FileStore(path)
+    store.put("new", "caf\u00e9")
+    assert store.get("old") == "\ud800"
+    assert store.get("new") == "caf\u00e9"
