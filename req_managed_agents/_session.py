@@ -207,12 +207,16 @@ class Session:
 
     def run(self, prompt: str | None = None, timeout: float | None = None) -> SessionResult:
         """Run a prompt to completion. On timeout the stream is closed and the worker stopped
-        before :class:`SessionTimeoutError` is raised; the session is closed afterwards."""
+        before :class:`SessionTimeoutError` is raised; the session is closed afterwards.
+        The same happens when the wait itself is cut short (Ctrl-C in a script or notebook):
+        the worker and the tools are told to stop before the exception goes on."""
         self.start(prompt)
+        future = self._future
         try:
             return self.wait(timeout)
-        except SessionTimeoutError:
-            self._shutdown(interrupt=False)
+        except BaseException:
+            if future is not None and not future.done():
+                self._shutdown(interrupt=False)
             raise
 
     def send_event(self, event: Mapping[str, Any]) -> None:
@@ -263,16 +267,14 @@ class Session:
         started = time.monotonic()
         try:
             result = self._drive(prompt, run, stop)
-        except (Aborted, ToolRunCancelled):
-            result = run.result("terminated", {"type": "cancelled"})
         except BaseException as exc:
-            telemetry.emit(
-                "session.stop",
-                {"duration": time.monotonic() - started},
-                self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
-            )
-            future.set_exception(exc)
-            return
+            # Stopped from outside while a call was in flight: whatever that call raised on
+            # the torn-down connection, the run was cancelled.
+            cancelled = isinstance(exc, (Aborted, ToolRunCancelled)) or stop.is_set()
+            if not cancelled:
+                self._fail(exc, run, started, future)
+                return
+            result = run.result("terminated", {"type": "cancelled"})
         usage = result.usage
         telemetry.emit(
             "session.stop",
@@ -287,6 +289,16 @@ class Session:
             self._meta(run, terminal=result.terminal),
         )
         future.set_result(result)
+
+    def _fail(
+        self, exc: BaseException, run: _Run, started: float, future: Future[SessionResult]
+    ) -> None:
+        telemetry.emit(
+            "session.stop",
+            {"duration": time.monotonic() - started},
+            self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
+        )
+        future.set_exception(exc)
 
     def _meta(self, run: _Run, **extra: Any) -> dict[str, Any]:
         conversation = self._conversation
@@ -339,6 +351,15 @@ class Session:
         if turn is not None:
             run.last_turn = turn  # the resumed state: history, not a turn of this run
             run.take_events(turn)
+            # A turn that gave up (retries exhausted, a refusal) leaves the session open.
+            if (
+                prompt is not None
+                and turn.terminal == "terminated"
+                and conversation.accepts_input()
+            ):
+                turn = conversation.send_prompt(prompt)
+                prompt = None
+                self._record(run, turn)
         else:
             turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
             prompt = None

@@ -629,3 +629,60 @@ def test_silence_before_the_response_head_is_an_idle_timeout_and_runs_once() -> 
         assert emulator.wait_until(lambda: len(emulator.invocations) == 1, timeout=3)
         time.sleep(0.3)
         assert len(emulator.invocations) == 1, "a turn that may be running is not started twice"
+
+
+# --- a turn the harness has committed is never invoked again --------------------------------
+
+
+@pytest.mark.parametrize("abrupt", [False, True], ids=["clean-end", "cut"])
+def test_a_stream_ending_after_message_stop_keeps_the_turn_and_is_not_reinvoked(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator, fast_backoff: None, abrupt: bool
+) -> None:
+    emulator.truncate_after_commit(abrupt=abrupt)  # turn 1: its metadata frame never comes
+    tools = CountingTools()
+    result = run(provider, emulator, tools)
+    assert (result.terminal, result.text) == ("end_turn", "The answer is 7.")
+    assert len(invoke_requests(emulator)) == 3, "one invocation per turn, none replayed"
+    assert sorted(tools.calls.values()) == [1, 1, 1]
+    assert result.turn_usage[0].total_tokens == 0, "the lost metadata carried turn 1's usage"
+
+
+def test_reattaching_without_a_prompt_invokes_nothing(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    arn = emulator.add_harness(["first answer", "second answer"])
+    given = new_runtime_session_id()
+    run_to_completion(
+        provider, "one", handler=CountingTools(), harness_arn=arn, runtime_session_id=given
+    )
+    result = run_to_completion(
+        provider, handler=CountingTools(), harness_arn=arn, runtime_session_id=given, timeout=20
+    )
+    assert (result.terminal, result.text, result.turns) == ("end_turn", "", 0)
+    assert len(invoke_requests(emulator)) == 1, "no 'Begin.' was sent into the conversation"
+    follow_up = run_to_completion(
+        provider, "two", handler=CountingTools(), harness_arn=arn, runtime_session_id=given
+    )
+    assert follow_up.text == "second answer"
+
+
+def test_a_lone_surrogate_in_tool_input_or_result_is_sent_escaped(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    tools = Tools()
+
+    @tools.tool
+    def echo(text: str) -> str:
+        """Echo the text back with a broken character of its own."""
+        return text + " \udc80"
+
+    script = [
+        ConverseTurn(tool_calls=[call("echo", text="half a pair: \ud83d")]),
+        ConverseTurn(text=lambda results: f"got {len(results[0])} characters"),
+    ]
+    result = run(provider, emulator, tools, script)
+    assert (result.terminal, result.text) == ("end_turn", "got 16 characters")
+    assert result.tool_results[0].content == "half a pair: \ud83d \udc80"
+    resume = invoke_requests(emulator)[-1].raw_body
+    assert b"\\ud83d" in resume  # the echoed input
+    assert b"\\udc80" in resume  # the result

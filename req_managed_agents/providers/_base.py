@@ -52,6 +52,12 @@ class Conversation(Protocol):
         """Answer the turn's tool calls and block until the next turn has ended."""
         ...
 
+    def accepts_input(self) -> bool:
+        """Whether the provider session can still take a prompt: not terminated, archived
+        or deleted. Asked when a resumed session's last turn ended ``terminated``, which
+        may also mean a turn that gave up (``retries_exhausted``) in a live session."""
+        ...
+
     def unanswered_tool_uses(self) -> list[ToolUse]:
         """Tool calls seen in this session that no result has answered yet."""
         ...

@@ -9,9 +9,16 @@ failure says nothing about the turn itself: a stream that ends without ``message
 (truncated), a broken connection, corrupt framing, throttling or a 5xx. It is not retried
 after an exception or error frame (the harness's final word), after any other 4xx, or after
 ``idle_timeout`` of silence (the invocation may still be running server-side; a second one
-would run the turn twice). Delivery to ``handle_event`` is at least once: the events of an
-attempt that was then retried have already been delivered, though only the final attempt's
-events make up the turn.
+would run the turn twice). Once ``messageStop`` has arrived the harness has committed the
+turn: a stream that breaks after it (the trailing ``metadata`` or the end of the body
+missing) returns the turn as read, its usage possibly partial, and is never re-invoked,
+which would replay the prompt or the results into a conversation that has moved on.
+Delivery to ``handle_event`` is at least once: the events of an attempt that was then
+retried have already been delivered, though only the final attempt's events make up the
+turn.
+
+A reattached runtime session (``runtime_session_id`` given) is not invoked until there is
+something to say: the harness keeps its conversation, so there is no turn to read back.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import requests
 from req_managed_agents._http import shutdown_response
 from req_managed_agents._redact import get_logger
 from req_managed_agents._retry import RetryPolicy
-from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult, Usage
 from req_managed_agents.errors import (
     IdleTimeoutError,
     ManagedAgentsError,
@@ -75,7 +82,9 @@ class AgentCoreConversation:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        reattached: bool = False,
     ) -> None:
+        self._reattached = reattached
         self.info = SessionInfo(
             runtime_session_id, PROVIDER_NAME, {**metadata, "harness_arn": harness_arn}
         )
@@ -92,8 +101,12 @@ class AgentCoreConversation:
         self._response: requests.Response | None = None
 
     def resume(self) -> TurnResult | None:
-        # The harness keeps a reattached session's history itself: nothing to consolidate.
-        return None
+        """For a reattached session, an empty finished turn: the harness keeps the history
+        and offers no way to read it, and prompting it just to find out would add a turn."""
+        if not self._reattached:
+            return None
+        self._reattached = False
+        return TurnResult("end_turn", "", (), (), Usage(), None, ())
 
     def send_prompt(self, prompt: str) -> TurnResult:
         return self._turn([user_message(prompt)])
@@ -102,6 +115,10 @@ class AgentCoreConversation:
         self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
     ) -> TurnResult:
         return self._turn(resume_messages(tool_uses, results))
+
+    def accepts_input(self) -> bool:
+        # A runtime session takes another invocation whatever its last one did.
+        return True
 
     def unanswered_tool_uses(self) -> list[ToolUse]:
         # Each invocation carries its own tool uses; nothing is left over between turns.
@@ -137,13 +154,17 @@ class AgentCoreConversation:
             if self._aborted.is_set():
                 raise Aborted
             fold = ConverseFold()
+            events: list[Envelope] = []
 
-            def live(event: Envelope, fold: ConverseFold = fold) -> None:
+            def live(
+                event: Envelope, fold: ConverseFold = fold, events: list[Envelope] = events
+            ) -> None:
                 fold.add(event)
+                events.append(event)
                 self._on_event(event)
 
             try:
-                events = self._client.invoke_harness(
+                self._client.invoke_harness(
                     self.harness_arn,
                     self.info.session_id,
                     body,
@@ -160,6 +181,13 @@ class AgentCoreConversation:
             except ManagedAgentsError as exc:
                 if self._aborted.is_set():
                     raise Aborted from exc
+                if fold.stop_reason is not None and not isinstance(exc, ProviderStreamError):
+                    _log.warning(
+                        "the harness stream broke after messageStop (%s); the turn is kept, "
+                        "its usage may be partial",
+                        exc,
+                    )
+                    return fold.result(events)
                 if attempt >= self._retries or not _retryable(exc):
                     raise
                 if isinstance(exc, RateLimitError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:

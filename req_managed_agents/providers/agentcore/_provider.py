@@ -165,6 +165,7 @@ class BedrockAgentCore:
             on_event=on_event,
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
+            reattached=bool(options.get("runtime_session_id")),
         )
 
 

@@ -4,19 +4,30 @@ Inputs go out as posted events; the turn they start is read back from the sessio
 :class:`EventFeed` until a boundary event. The conversation remembers every custom tool use
 and every result, so an idle that points at tool uses from an earlier batch still resolves,
 an idle for calls already answered is recognised as stale, and a result is never posted twice.
+
+A post that fails without proving it did not land (a reset connection, a 5xx, a rate limit
+the HTTP layer gave up on) is not simply retried and not simply given up on: the session's
+history says whether the events arrived, so the conversation looks there and re-sends only
+what is missing, a few times, with a growing pause that honours ``retry-after``.
 """
 
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from req_managed_agents._redact import get_logger
+from req_managed_agents._retry import RetryPolicy
 from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
-from req_managed_agents.errors import ManagedAgentsError, ServerError, TransportError
+from req_managed_agents.errors import (
+    ManagedAgentsError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
 from req_managed_agents.providers._base import Aborted, EventSink
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._events import (
@@ -26,6 +37,7 @@ from req_managed_agents.providers.claude._events import (
     interrupt,
     is_boundary,
     normalize,
+    text_of,
     tool_use_of,
     user_message,
 )
@@ -36,10 +48,13 @@ __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
 PROVIDER_NAME = "claude"
 _log = get_logger(__name__)
 
-# Tool results whose POST failed ambiguously are re-checked against the history and the
-# missing ones re-sent, this many times, with a growing pause.
+# Events whose POST failed are re-checked against the history and the missing ones re-sent,
+# this many times, with a growing pause (never shorter than the server's retry-after, and
+# given up on when the server asks for longer than the cap).
 RESULT_RESEND_ATTEMPTS = 3
 RESULT_RESEND_BACKOFF = 1.0
+RESEND_MAX_RETRY_AFTER = 60.0
+_NEVER_RETRY = RetryPolicy().never_retry_error_types
 _CONNECT_POLL = 0.05
 
 Event = Mapping[str, Any]
@@ -62,6 +77,7 @@ class ClaudeConversation:
         self.info = SessionInfo(session_id, PROVIDER_NAME, dict(metadata))
         self._client = client
         self._on_event = on_event
+        self._telemetry = dict(telemetry_metadata)
         self._resumed = resumed
         self._tool_uses: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
@@ -122,17 +138,42 @@ class ClaudeConversation:
 
     def _archived(self) -> bool:
         """Archiving adds no event: only the session's status shows it."""
-        return self._client.get_session(self.session_id).get("status") == "terminated"
+        return self._status() == "terminated"
+
+    def _status(self) -> str | None:
+        """The session's status now; None once it is deleted."""
+        try:
+            session = self._client.get_session(self.session_id, telemetry_metadata=self._telemetry)
+        except NotFoundError:
+            return None
+        status = session.get("status")
+        return str(status) if status is not None else ""
+
+    def accepts_input(self) -> bool:
+        return self._status() not in (None, "terminated")
 
     def send_prompt(self, prompt: str) -> TurnResult:
-        self._feed.check()
-        posted = self._client.send_events(self.session_id, [user_message(prompt)])
-        return self._await_turn(after=_echo_ids(posted, "user.message"))
+        self._check_feed()
+        message = user_message(prompt)
+        known = self._feed.seen_ids()
+
+        def landed(history: Sequence[Event]) -> dict[int, str]:
+            # A user.message has no id of ours: it is ours if it is new and says the same.
+            for event in history:
+                if (
+                    event.get("type") == "user.message"
+                    and event.get("id") not in known
+                    and text_of(event) == prompt
+                ):
+                    return {0: str(event.get("id"))}
+            return {}
+
+        return self._await_turn(after=self._post([message], "user.message", landed))
 
     def send_tool_results(
         self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
     ) -> TurnResult:
-        self._feed.check()
+        self._check_feed()
         pending = [result for result in results if result.tool_use_id not in self._answered]
         echoes: set[str] = set()
         if pending:
@@ -144,11 +185,13 @@ class ClaudeConversation:
         return [use for use_id, use in self._tool_uses.items() if use_id not in self._answered]
 
     def send_event(self, event: Mapping[str, Any]) -> None:
-        self._client.send_events(self.session_id, [event])
+        self._client.send_events(self.session_id, [event], telemetry_metadata=self._telemetry)
 
     def interrupt(self) -> None:
         try:
-            self._client.send_events(self.session_id, [interrupt()])
+            self._client.send_events(
+                self.session_id, [interrupt()], telemetry_metadata=self._telemetry
+            )
         except ManagedAgentsError as exc:
             _log.warning("could not interrupt session %s: %s", self.session_id, exc)
 
@@ -160,6 +203,13 @@ class ClaudeConversation:
         self.abort()
 
     # -- internals ------------------------------------------------------------------------
+
+    def _check_feed(self) -> None:
+        """Refuse a new input when the feed is gone: its turn would never be seen."""
+        try:
+            self._feed.check()
+        except FeedClosed:
+            raise Aborted from None  # closed by cancel() or close(), racing this input
 
     def _next(self) -> Event | History:
         if self._aborted:
@@ -213,35 +263,62 @@ class ClaudeConversation:
         return replace(turn, tool_uses=fresh)
 
     def _post_results(self, results: Sequence[ToolResult]) -> set[str]:
-        """Post results once; after an ambiguous failure, re-send only what the history
-        shows did not land (a duplicate result is detectable, so this is safe). Returns the
-        ids of the result events as the session recorded them."""
+        """Post the results in one request; the ids the session gave their events."""
         events = [custom_tool_result(result) for result in results]
+
+        def landed(history: Sequence[Event]) -> dict[int, str]:
+            positions = {str(e["custom_tool_use_id"]): i for i, e in enumerate(events)}
+            return {
+                positions[str(event.get("custom_tool_use_id"))]: str(event.get("id"))
+                for event in history
+                if event.get("type") == CUSTOM_TOOL_RESULT
+                and str(event.get("custom_tool_use_id")) in positions
+            }
+
+        return self._post(events, CUSTOM_TOOL_RESULT, landed)
+
+    def _post(
+        self,
+        events: Sequence[Event],
+        kind: str,
+        landed: Callable[[Sequence[Event]], dict[int, str]],
+    ) -> set[str]:
+        """Post ``events`` once; after a failure that does not prove they were refused,
+        re-send only those the history does not show (``landed`` maps the position of each
+        event found there to the id the session gave it). Returns the ids of the events as
+        the session recorded them."""
         try:
-            return _echo_ids(self._client.send_events(self.session_id, events), CUSTOM_TOOL_RESULT)
-        except (TransportError, ServerError) as exc:
+            return _echo_ids(self._send(events), kind)
+        except (TransportError, ServerError, RateLimitError) as exc:
             failure: ManagedAgentsError = exc
         for attempt in range(RESULT_RESEND_ATTEMPTS):
-            time.sleep(RESULT_RESEND_BACKOFF * 2.0**attempt * (1 - 0.25 * random.random()))
-            if self._aborted:
+            delay = RESULT_RESEND_BACKOFF * 2.0**attempt * (1 - 0.25 * random.random())
+            if isinstance(failure, RateLimitError):
+                retry_after = failure.retry_after or 0.0
+                if retry_after > RESEND_MAX_RETRY_AFTER or failure.error_type in _NEVER_RETRY:
+                    raise failure
+                delay = max(delay, retry_after)
+            _log.info("re-checking %s in %.2f s after: %s", kind, delay, failure)
+            if self._feed.wait_stopped(delay) or self._aborted:
                 raise Aborted
             try:
-                wanted = {str(e["custom_tool_use_id"]) for e in events}
-                landed = {
-                    str(event.get("custom_tool_use_id")): str(event.get("id"))
-                    for event in self._client.list_events(self.session_id)
-                    if event.get("type") == CUSTOM_TOOL_RESULT
-                    and event.get("custom_tool_use_id") in wanted
-                }
-                missing = [e for e in events if e["custom_tool_use_id"] not in landed]
-                echoes = set(landed.values())
+                history = self._client.list_events(
+                    self.session_id, telemetry_metadata=self._telemetry
+                )
+                found = landed(history)
+                missing = [event for i, event in enumerate(events) if i not in found]
+                echoes = set(found.values())
                 if missing:
-                    posted = self._client.send_events(self.session_id, missing)
-                    echoes |= _echo_ids(posted, CUSTOM_TOOL_RESULT)
+                    echoes |= _echo_ids(self._send(missing), kind)
                 return echoes
-            except (TransportError, ServerError) as exc:
+            except (TransportError, ServerError, RateLimitError) as exc:
                 failure = exc
         raise failure
+
+    def _send(self, events: Sequence[Event]) -> Mapping[str, Any]:
+        return self._client.send_events(
+            self.session_id, list(events), telemetry_metadata=self._telemetry
+        )
 
 
 _ACTIVITY_PREFIXES = ("user.", "agent.", "span.")

@@ -20,6 +20,7 @@ __all__ = [
     "interrupt",
     "is_boundary",
     "normalize",
+    "text_of",
     "tool_use_of",
     "unanswered_tool_uses",
     "user_message",
@@ -97,7 +98,7 @@ def _terminal(boundary: Event | None) -> tuple[Terminal, Any]:
     return "terminated", boundary.get("stop_reason", {"type": kind})
 
 
-def _text(event: Event) -> str:
+def text_of(event: Event) -> str:
     content = event.get("content")
     if not isinstance(content, list):
         return ""
@@ -141,7 +142,7 @@ def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) ->
     for event in batch:
         kind = event.get("type")
         if kind == "agent.message":
-            text = _text(event)
+            text = text_of(event)
             if text:
                 texts.append(text)
         elif kind == "span.model_request_end":

@@ -5,12 +5,20 @@ that loses nothing: attach the stream first, then page the whole event history, 
 stream - skipping every event id already delivered. The stream never replays what happened
 while no one listened, so the history fills the gap; the dedupe absorbs the overlap.
 
+The first connect pages the history too, so every event the session logged is delivered
+once and the dedupe set knows them all: an old event can never come back as new after a
+later reconnect. A frame that does not parse is not dropped: the history has the event it
+carried, so the feed catches up from it at once.
+
 A dropped connection, a server that ends the stream, or silence longer than ``idle_timeout``
-(heartbeats count as traffic) all lead to a reconnect after an escalating, jittered backoff.
-The reconnect budget counts only consecutive connections that carried nothing, so a server
-that accepts and immediately drops connections is not hammered while a long, healthy stream
-that a proxy recycles is never given up on. Errors that reconnecting cannot
-fix (authentication, a deleted session) end the feed and reach the driver.
+(heartbeats count as traffic) all lead to a reconnect after an escalating, jittered backoff,
+never shorter than the server's ``retry-after``. The reconnect budget counts consecutive
+connections that made no progress: a connection made progress when it delivered a session
+event not seen before, or stayed up for :data:`HEALTHY_CONNECTION_SECONDS` (heartbeats alone
+do not count, so a server that pings and then drops is backed off and finally given up on,
+with :class:`StreamReconnectError`). A long, healthy stream that a proxy recycles is never
+given up on. Errors that reconnecting cannot fix (authentication, a deleted session) end the
+feed and reach the driver.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import queue
 import random
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -26,6 +35,7 @@ import requests
 
 from req_managed_agents import telemetry
 from req_managed_agents._http import read_chunks, shutdown_response
+from req_managed_agents._json import loads
 from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
@@ -34,6 +44,7 @@ from req_managed_agents.errors import (
     ServerError,
     SessionError,
     StreamError,
+    StreamReconnectError,
     TransportError,
 )
 from req_managed_agents.providers.claude._client import ClaudeClient
@@ -48,6 +59,10 @@ _log = get_logger(__name__)
 RECONNECT_BACKOFF_BASE = 0.5
 RECONNECT_BACKOFF_CAP = 10.0
 MAX_RECONNECT_ATTEMPTS = 8
+# A connection that stayed up this long was healthy, even if it carried only heartbeats.
+HEALTHY_CONNECTION_SECONDS = 30.0
+# A server asking to wait longer than this before reconnecting is taken at its word: give up.
+MAX_RECONNECT_RETRY_AFTER = 300.0
 _HEARTBEAT_TYPES = frozenset({"ping", "heartbeat"})
 # After these no stream will ever carry anything again: stop instead of reconnecting.
 _ENDING_TYPES = frozenset({"session.deleted", "session.status_terminated"})
@@ -100,7 +115,8 @@ class EventFeed:
         self._seen: set[str] = set()
         self._stopped = threading.Event()
         self._fatal: ManagedAgentsError | None = None
-        self._healthy = False
+        # Whether the current connection delivered a session event not seen before.
+        self._progressed = False
         self.connected = threading.Event()
         self._lock = threading.Lock()
         self._response: requests.Response | None = None
@@ -125,6 +141,15 @@ class EventFeed:
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+    def wait_stopped(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True as soon as the feed is stopped."""
+        return self._stopped.wait(seconds)
+
+    def seen_ids(self) -> frozenset[str]:
+        """The ids of every event delivered so far (a snapshot, safe from any thread)."""
+        with self._lock:
+            return frozenset(self._seen)
 
     def check(self) -> None:
         """Raise why the feed ended, if it has: a new input would never see its turn."""
@@ -165,13 +190,12 @@ class EventFeed:
     def _reconnect_forever(self) -> None:
         failures = 0
         while not self._stopped.is_set():
+            opened = time.monotonic()
+            retry_after: float | None = None
             try:
-                healthy = self._connect_and_read()
+                self._connect_and_read()
                 if self._stopped.is_set():
                     return
-                # A connection that carried anything (events or heartbeats) was healthy:
-                # only consecutive connections that bring nothing use up the budget.
-                failures = 1 if healthy else failures + 1
                 reason: ManagedAgentsError = StreamError("the server ended the event stream")
             except ManagedAgentsError as exc:
                 if self._stopped.is_set():
@@ -180,19 +204,32 @@ class EventFeed:
                 if not _reconnectable(exc):
                     self._fail(exc)
                     return
-                failures = 1 if self._healthy else failures + 1
                 reason = exc
+                if isinstance(exc, RateLimitError):
+                    retry_after = exc.retry_after
             except _SessionEnded:
                 telemetry.emit("stream.done", {}, self._metadata)
                 self._fail(
                     SessionError(f"session {self._session_id} has ended (terminated or deleted)")
                 )
                 return
+            healthy = self._progressed or time.monotonic() - opened >= HEALTHY_CONNECTION_SECONDS
+            failures = 1 if healthy else failures + 1
             if failures > self._max_attempts:
+                self._fail(
+                    StreamReconnectError(
+                        f"the event stream of session {self._session_id} failed "
+                        f"{failures} times in a row without progress; last: {reason}",
+                        attempts=failures,
+                        cause=reason,
+                    )
+                )
+                return
+            if retry_after is not None and retry_after > MAX_RECONNECT_RETRY_AFTER:
                 self._fail(reason)
                 return
             delay = min(RECONNECT_BACKOFF_CAP, RECONNECT_BACKOFF_BASE * 2.0 ** (failures - 1))
-            delay *= 1 - 0.25 * random.random()
+            delay = max(delay * (1 - 0.25 * random.random()), retry_after or 0.0)
             _log.info(
                 "event stream for %s lost (%s); reconnecting in %.2f s",
                 self._session_id,
@@ -202,50 +239,64 @@ class EventFeed:
             if self._stopped.wait(delay):
                 return
 
-    def _connect_and_read(self) -> bool:
-        """One connection's life; True if it carried data (it was healthy, even if it then
-        broke). Raises what broke it."""
-        self._healthy = False
+    def _connect_and_read(self) -> None:
+        """One connection's life; returns when the server ends it, raises what broke it."""
+        self._progressed = False
         response = self._client.open_event_stream(
-            self._session_id, idle_timeout=self._idle_timeout, cancelled=self._stopped
+            self._session_id,
+            idle_timeout=self._idle_timeout,
+            cancelled=self._stopped,
+            telemetry_metadata=self._metadata,
         )
         try:
             with self._lock:
                 self._response = response
             if self._stopped.is_set():
-                return False
+                return
             first = not self.connected.is_set()
             telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
+            history = self._history()
             if first and self._deliver_history:
-                history = self._client.list_events(self._session_id)
-                self._seen.update(str(e["id"]) for e in history if e.get("id"))
+                with self._lock:
+                    self._seen.update(str(e["id"]) for e in history if e.get("id"))
                 self._queue.put(History(history))
-            elif not first:
-                for missed in self._client.list_events(self._session_id):
+            else:
+                for missed in history:
                     self._deliver(missed)
             self.connected.set()
             decoder = SSEDecoder()
             for chunk in read_chunks(response, self._idle_timeout):
-                self._healthy = True
                 for sse in decoder.feed(chunk):
-                    event = _parse(sse)
+                    try:
+                        event = _parse(sse)
+                    except _Unparseable as bad:
+                        # The history has the event this frame carried: fetch it now, or a
+                        # turn could wait forever for its end or miss a tool call.
+                        _log.warning("catching up after an unreadable %r frame: %s", sse.event, bad)
+                        for missed in self._history():
+                            self._deliver(missed)
+                        continue
                     if event is not None:
                         self._deliver(event)
             if not self._stopped.is_set():
                 telemetry.emit("stream.done", {}, self._metadata)
-            return self._healthy
         finally:
             with self._lock:
                 self._response = None
             response.close()
 
+    def _history(self) -> list[Event]:
+        return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
+
     def _deliver(self, event: Event) -> None:
         """Queue ``event`` unless already delivered."""
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
-            if event_id in self._seen:
-                return
-            self._seen.add(event_id)
+            with self._lock:
+                if event_id in self._seen:
+                    return
+                self._seen.add(event_id)
+        self._progressed = True
         telemetry.emit(
             "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
         )
@@ -258,17 +309,24 @@ class _SessionEnded(Exception):
     """The session was deleted or terminated (internal signal)."""
 
 
+class _Unparseable(Exception):
+    """A stream frame that should carry a session event but does not parse (internal)."""
+
+
 def _parse(sse: ServerSentEvent) -> Event | None:
-    """The session event carried by one SSE frame, or None for heartbeats and noise."""
+    """The session event carried by one SSE frame, or None for heartbeats and noise.
+
+    Raises :class:`_Unparseable` when the frame's data is not a JSON object: a session event
+    was meant and is missing.
+    """
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip():
         return None
     try:
-        data = sse.json()
-    except ValueError:
-        _log.warning("ignoring a non-JSON %r frame on the event stream", sse.event)
-        return None
+        data = loads(sse.data)
+    except ValueError as exc:
+        raise _Unparseable(str(exc)) from None
     if not isinstance(data, dict):
-        return None
+        raise _Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
     if sse.event == "error" or data.get("type") == "error":
         error = data.get("error")
         detail = error.get("message", error) if isinstance(error, dict) else data

@@ -104,7 +104,10 @@ class ClaudeManagedAgents:
             resumed = True
         else:
             agent_id, environment_id = _ids(options)
-            session_id = self.client.create_session(agent_id, environment_id)["id"]
+            session = self.client.create_session(
+                agent_id, environment_id, telemetry_metadata=telemetry_metadata
+            )
+            session_id = session["id"]
             resumed = False
         return ClaudeConversation(
             self.client,
