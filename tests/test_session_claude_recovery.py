@@ -285,3 +285,27 @@ def test_request_telemetry_carries_the_callers_tags(
     ]
     assert len(requests_seen) >= 5
     assert {tenant for *_, tenant in requests_seen} == {"acme"}
+
+
+@pytest.mark.parametrize("after_acting", [False, True], ids=["before-acting", "after-acting"])
+@pytest.mark.parametrize("kind", ["user.message", "user.custom_tool_result"])
+def test_a_post_whose_connection_resets_is_sent_exactly_once(
+    provider: ClaudeManagedAgents,
+    emulator: ClaudeEmulator,
+    fast_resend: None,
+    kind: str,
+    after_acting: bool,
+) -> None:
+    def carries(request: Any) -> bool:
+        return isinstance(request.body, dict) and request.body["events"][0]["type"] == kind
+
+    emulator.reset_requests(
+        "POST", r"/v1/sessions/.+/events", after_acting=after_acting, where=carries
+    )
+    tools = CountingTools()
+    result = run_to_completion(provider, "Add", handler=tools, timeout=15, **ids(emulator))
+    assert (result.terminal, result.text) == ("end_turn", "The answer is 7.")
+    logged = [e["type"] for e in emulator.events(str(result.session_id))]
+    assert logged.count("user.message") == 1
+    assert logged.count("user.custom_tool_result") == 3
+    assert sorted(tools.calls.values()) == [1, 1, 1]
