@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from req_managed_agents._handler import ToolContext
-from req_managed_agents._schema import FunctionSchema, coerce_arguments, function_schema
+from req_managed_agents._schema import FunctionSchema, function_schema
+from req_managed_agents._validation import validate
 from req_managed_agents._vocabulary import ToolResult
 
 __all__ = ["Tool", "Tools"]
@@ -61,6 +62,14 @@ class Tools:
     :class:`~req_managed_agents.ToolContext` receives the call's context and is hidden from
     the agent. Return a ``str``, a :class:`~req_managed_agents.ToolResult`, ``None`` (empty
     text) or any JSON-encodable value (sent as JSON).
+
+    The agent's arguments are untrusted: they are checked against the declared schema before
+    the function runs, and any mismatch (a wrong type, a value outside a ``Literal`` or an
+    Enum, a missing or unknown field, at any depth) comes back as one ``is_error`` result
+    naming each field, for example ``invalid arguments for tool 'deploy': mode: expected one
+    of 'dry-run', 'apply', got 'apply; really'``; the function is not called. Valid arguments
+    arrive as the hinted Python values (dataclasses, Enums, tuples, sets). ``bool`` is not an
+    ``int``, and ``3.0`` is not an ``int`` either: a float cannot carry every integer exactly.
     """
 
     def __init__(self, functions: Iterable[Callable[..., Any]] = ()) -> None:
@@ -141,9 +150,9 @@ class Tools:
     ) -> str | ToolResult:
         """Call the named tool with the agent's arguments.
 
-        An unknown name or arguments that do not fit the signature come back as an
-        ``is_error`` result the agent can correct; exceptions raised by the tool itself
-        propagate to the session, which reports them the same way.
+        An unknown name or arguments that do not fit the declared schema come back as an
+        ``is_error`` result the agent can correct, without calling the tool; exceptions raised
+        by the tool itself propagate to the session, which reports them the same way.
         """
         tool = self._tools.get(name)
         if tool is None:
@@ -151,21 +160,14 @@ class Tools:
             return ToolResult(
                 context.tool_use_id, f"unknown tool {name!r} (available: {known})", is_error=True
             )
-        properties = tool.schema.input_schema["properties"]
-        unexpected = sorted(set(input) - set(properties))
-        missing = [p for p in tool.schema.input_schema.get("required", ()) if p not in input]
-        if unexpected or missing:
-            problems = []
-            if missing:
-                problems.append(f"missing {', '.join(missing)}")
-            if unexpected:
-                problems.append(f"unexpected {', '.join(unexpected)}")
+        problems = validate(input, tool.schema.input_schema)
+        if problems:
             return ToolResult(
                 context.tool_use_id,
                 f"invalid arguments for tool {name!r}: {'; '.join(problems)}",
                 is_error=True,
             )
-        arguments = coerce_arguments(input, tool.schema.hints)
+        arguments = tool.schema.coerce(input)
         if tool.schema.context_parameter:
             arguments[tool.schema.context_parameter] = context
         return _as_text(tool.function(**arguments))

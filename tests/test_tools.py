@@ -52,6 +52,17 @@ class Reading:
     unit: Unit
 
 
+@dataclasses.dataclass
+class Tree:
+    children: list[Tree]
+
+
+@dataclasses.dataclass
+class Scaled:
+    value: float
+    factor: dataclasses.InitVar[float]
+
+
 def context(tool_use_id: str = "tu_1") -> ToolContext:
     return ToolContext(tool_use_id, INFO)
 
@@ -242,6 +253,8 @@ def test_decorator_with_options_and_list_constructor() -> None:
         ("def f(x: complex) -> str:\n    'Doc.'\n", "has no JSON Schema"),
         ("def f(*xs: int) -> str:\n    'Doc.'\n", "named parameters only"),
         ("def f(x: dict[int, str]) -> str:\n    'Doc.'\n", "keys are strings"),
+        ("def f(x: set) -> str:\n    'Doc.'\n", "set items must be hashable"),
+        ("def f(x: set[list[int]]) -> str:\n    'Doc.'\n", "set items must be hashable"),
     ],
 )
 def test_unsupported_signatures_fail_at_registration(function_source: str, message: str) -> None:
@@ -249,6 +262,27 @@ def test_unsupported_signatures_fail_at_registration(function_source: str, messa
     exec(function_source, namespace)
     with pytest.raises(TypeError, match=message):
         Tools([namespace["f"]])
+
+
+def test_hints_whose_values_json_cannot_build_fail_at_registration() -> None:
+    def grow(tree: Tree) -> str:
+        """Doc."""
+        return ""
+
+    def scale(scaled: Scaled) -> str:
+        """Doc."""
+        return ""
+
+    def boxes(items: set[Box]) -> str:
+        """Doc."""
+        return ""
+
+    with pytest.raises(TypeError, match="contains itself"):
+        Tools([grow])
+    with pytest.raises(TypeError, match="also needs factor, which is not a field"):
+        Tools([scale])
+    with pytest.raises(TypeError, match="set items must be hashable"):
+        Tools([boxes])
 
 
 def test_registration_rejects_bad_names_duplicates_and_missing_descriptions() -> None:
@@ -280,15 +314,24 @@ def test_unknown_tool_is_an_error_result_naming_the_known_ones() -> None:
     assert "known" in result.content
 
 
-def test_arguments_that_do_not_fit_are_an_error_result() -> None:
+def test_arguments_that_do_not_fit_are_an_error_result_and_the_tool_does_not_run() -> None:
+    calls: list[int] = []
+
     def add(a: int, b: int) -> int:
         """Add."""
+        calls.append(a)
         return a + b
 
-    result = Tools([add]).handle_tool_call("add", {"a": 1, "c": 2}, context())
+    tools = Tools([add])
+    result = tools.handle_tool_call("add", {"a": 1, "c": 2}, context())
     assert isinstance(result, ToolResult)
     assert result.is_error
     assert result.content == "invalid arguments for tool 'add': missing b; unexpected c"
+    result = tools.handle_tool_call("add", {"a": 1, "b": "2"}, context())
+    assert result == ToolResult(
+        "tu_1", "invalid arguments for tool 'add': b: expected integer, got '2'", is_error=True
+    )
+    assert calls == []
 
 
 def test_tools_is_a_handler() -> None:
