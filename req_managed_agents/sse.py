@@ -14,8 +14,17 @@ It implements the WHATWG HTML rules for interpreting an event stream:
 * dispatching first commits the last event id; a block without data then dispatches nothing;
 * an event that the stream ends before terminating is discarded, and its id is not committed.
 
-For speed, each chunk is decoded whole and the complete blocks in it are interpreted together:
-column-wise when they all repeat one shape (the usual case), line by line otherwise.
+For speed, the complete blocks of each chunk are decoded and interpreted together: column-wise
+when they all repeat one shape (the usual case), line by line otherwise.
+
+Memory is bounded, since a peer can send an event that never ends. The event still waiting for
+its blank line is held as its undecoded bytes, about one byte of memory per byte of input, and
+may not grow past ``max_event_size`` bytes (16 MiB by default). The size of an event is what the
+decoder must hold until its blank line arrives: its bytes from the end of the blank line before
+it (or the start of the stream) to the end of its last line, each line end counting one byte.
+A line belongs to an event, so the limit bounds a long line too. An event over the limit makes
+:meth:`SSEDecoder.feed` raise :class:`~req_managed_agents.errors.EventTooLargeError`, however the
+stream is chunked; the decoder then drops what it holds and refuses the rest of that stream.
 """
 
 from __future__ import annotations
@@ -27,13 +36,26 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["SSEDecoder", "ServerSentEvent"]
+from req_managed_agents.errors import EventTooLargeError
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
+
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+"""The default ``max_event_size``, in bytes: far above any event these APIs send, yet a small
+fraction of a process's memory."""
 
 # Decoding column-wise has a fixed cost; measured, it pays off from about this many blocks in
 # one chunk, whatever their shape.
 _MIN_COLUMNAR_BLOCKS = 10
+
+# Pending chunks shorter than this share one buffer, so that their per-object overhead (some
+# 40 bytes) stays a few percent of what they hold.
+_MIN_PIECE = 1024
+
+# Searching bytes for an int skips the failed int conversion a one-byte needle costs first.
+_CR = ord("\r")
 
 
 @dataclass(frozen=True)
@@ -68,6 +90,20 @@ _set_retry = vars(ServerSentEvent)["retry"].__set__
 _consume = deque[object](maxlen=0).extend
 
 
+def _decode_pieces(pieces: list[bytes | bytearray]) -> str:
+    """Decode consecutive pieces of UTF-8 ending with a line end into one string, without
+    joining the bytes first: that would copy a large event once more."""
+    texts: list[str] = []
+    carry: bytes | bytearray = b""
+    for piece in pieces:
+        if carry:
+            piece = carry + piece
+        text, used = _utf8_decode(piece, "replace", False)
+        texts.append(text)
+        carry = piece[used:]
+    return "".join(texts)
+
+
 def _build_events(
     count: int, types: Iterable[str], datas: Iterable[str], ids: Iterable[str | None]
 ) -> list[ServerSentEvent]:
@@ -82,24 +118,39 @@ def _build_events(
 class SSEDecoder:
     """Turn the chunks of one event stream into events; no I/O, any chunk boundaries.
 
+    ``max_event_size`` caps the bytes of one event (see the module docstring for how they are
+    counted); a positive number is required, as input from the network must stay bounded.
+    When an event goes over it, :meth:`feed` raises ``EventTooLargeError`` before applying any
+    of that chunk: events it completed are not returned and :attr:`last_event_id` stays at the
+    last event returned, so a reconnection resumes from there. The buffered event is dropped at
+    once, and every later :meth:`feed` raises again until :meth:`close`: the rest of the stream
+    cannot be parsed without the oversized event.
+
     After :meth:`close` the decoder may be fed the next stream (a reconnection); only
     :attr:`last_event_id` carries over.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        if max_event_size < 1:
+            raise ValueError(f"max_event_size must be a positive byte count, not {max_event_size}")
+        self._max_event_size = max_event_size
         self._last_event_id: str | None = None
         self._start_stream()
 
     def _start_stream(self) -> None:
-        # The tail of a UTF-8 sequence may come in the next chunk: hold its first bytes back.
-        self._undecoded = b""
         self._at_stream_start = True
         # The previous chunk ended in CR, so an LF opening this one completes that CRLF.
         self._skip_lf = False
-        # The text of the event still waiting for its blank line, line ends already turned to
-        # LF. Nothing in it is interpreted before that line arrives, which changes nothing a
-        # caller can see: an event and its id only take effect when it is dispatched.
-        self._pending: list[str] = []
+        # The bytes of the event still waiting for its blank line, line ends already turned
+        # to LF, not yet decoded (a UTF-8 sequence split across chunks waits here for its
+        # end), and their count. Nothing in them is interpreted before that line arrives,
+        # which changes nothing a caller can see: an event and its id only take effect when
+        # it is dispatched. Chunks are kept as they came, except that small ones are copied
+        # into a shared buffer: an object per tiny chunk would take many times its bytes.
+        self._pending: list[bytes | bytearray] = []
+        self._pending_size = 0
+        # An event went over the limit: what follows it cannot be parsed.
+        self._overflowed = False
 
     @property
     def last_event_id(self) -> str | None:
@@ -107,42 +158,59 @@ class SSEDecoder:
         return self._last_event_id
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Decode the next chunk and return the events it completes."""
-        # Decoding chunk by chunk gives the same text, U+FFFD included, as decoding each field
-        # value on its own: line ends and colons are ASCII, and an ASCII byte is never part
-        # of a UTF-8 sequence, valid or not.
-        if self._undecoded:
-            chunk = self._undecoded + chunk
-        text, decoded = _utf8_decode(chunk, "replace", False)
-        self._undecoded = chunk[decoded:]
-        if self._at_stream_start and text:
+        """Decode the next chunk and return the events it completes.
+
+        Raises ``EventTooLargeError`` if an event goes over ``max_event_size``.
+        """
+        if self._overflowed:
+            raise EventTooLargeError(
+                "the event stream had an event over the decoder's limit of "
+                f"{self._max_event_size} bytes; close() the decoder and reconnect",
+                limit=self._max_event_size,
+            )
+        # Line ends are ASCII and an ASCII byte is never part of a UTF-8 sequence, valid or
+        # not: the bytes can be split into lines and blocks before they are decoded.
+        if self._skip_lf or _CR in chunk:
+            chunk = self._normalize_line_ends(chunk)
+        pending = self._pending
+        size = self._pending_size + len(chunk)
+        # Within the limit, nothing that includes this chunk can be over it.
+        if size > self._max_event_size:
+            self._check_event_sizes(chunk)
+        end = chunk.rfind(b"\n\n") + 2
+        # Without a blank line inside the chunk, one may still straddle the previous chunk.
+        if end == 1 and (chunk[:1] != b"\n" or not self._pending_ends_line()):
+            self._pending_size = size
+            if len(chunk) >= _MIN_PIECE:
+                pending.append(chunk)
+            elif pending and type(pending[-1]) is bytearray:
+                pending[-1] += chunk
+            elif chunk:
+                pending.append(bytearray(chunk))
+            return []
+        blocks = chunk[:end]
+        if len(pending) > 1:
+            pending.append(blocks)
+            text = _decode_pieces(pending)
+        else:
+            # The blocks end with a line end, so no UTF-8 sequence continues past them.
+            text = _utf8_decode(pending[0] + blocks if pending else blocks, "replace", True)[0]
+        pending.clear()
+        self._pending_size = len(chunk) - end
+        if end < len(chunk):
+            pending.append(chunk[end:])
+        # The blocks decoded first start where the stream does.
+        if self._at_stream_start:
             self._at_stream_start = False
             if text[0] == "\ufeff":
                 text = text[1:]
-        if self._skip_lf or "\r" in text:
-            text = self._normalize_line_ends(text)
-        pending = self._pending
-        end = text.rfind("\n\n") + 2
-        # Without a blank line inside the chunk, one may still straddle the previous chunk.
-        if end == 1 and (text[:1] != "\n" or not pending or pending[-1][-1] != "\n"):
-            if text:
-                pending.append(text)
-            return []
-        if pending:
-            pending.append(text[:end])
-            blocks = "".join(pending)
-            pending.clear()
-        else:
-            blocks = text[:end]
-        if end < len(text):
-            pending.append(text[end:])
         # Splitting leaves an empty string after the final LF: one more blank line, which
         # dispatches nothing.
-        lines = blocks.split("\n")
+        lines = text.split("\n")
         events: list[ServerSentEvent] = []
         # A block has at least two lines: a field and the blank line.
         if len(lines) <= 2 * _MIN_COLUMNAR_BLOCKS or not self._interpret_columns(
-            lines, len(blocks), events
+            lines, len(text), events
         ):
             self._interpret(lines, events)
         return events
@@ -152,16 +220,49 @@ class SSEDecoder:
         self._start_stream()
         return []
 
-    def _normalize_line_ends(self, text: str) -> str:
+    def _normalize_line_ends(self, chunk: bytes) -> bytes:
         """Turn every CRLF and lone CR into LF, the only line end the rest expects."""
-        if not text:
-            return text
-        if self._skip_lf and text[0] == "\n":
-            text = text[1:]
+        if not chunk:
+            return chunk
+        if self._skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
         # A CR ends its line at once (waiting could stall a complete event); an LF opening
         # the next chunk then belongs to it.
-        self._skip_lf = text.endswith("\r")
-        return text.replace("\r\n", "\n").replace("\r", "\n")
+        self._skip_lf = chunk.endswith(b"\r")
+        return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def _pending_ends_line(self) -> bool:
+        """Whether an LF opening the next chunk makes a blank line (pieces are never empty)."""
+        return bool(self._pending) and self._pending[-1].endswith(b"\n")
+
+    def _check_event_sizes(self, chunk: bytes) -> None:
+        """Raise unless each event the chunk holds or adds to is within the limit.
+
+        Only called when the pending bytes and the chunk add up to more than the limit; it
+        scans the chunk once, like the search for its last blank line.
+        """
+        limit = self._max_event_size
+        # Offsets into the chunk; the pending bytes, which hold no blank line, come before it.
+        start = -self._pending_size
+        if self._pending_ends_line() and chunk[:1] == b"\n":
+            start = 1  # a blank line straddles the boundary: the pending bytes were an event
+        while (end := chunk.find(b"\n\n", max(start, 0))) >= 0:
+            if end + 1 - start > limit:
+                self._overflow(end + 1 - start)
+            start = end + 2
+        if len(chunk) - start > limit:
+            self._overflow(len(chunk) - start)
+
+    def _overflow(self, size: int) -> NoReturn:
+        """Drop the buffered event at once and refuse the rest of the stream."""
+        self._pending.clear()
+        self._pending_size = 0
+        self._overflowed = True
+        raise EventTooLargeError(
+            f"a server-sent event reached {size} bytes, over the decoder's limit of "
+            f"{self._max_event_size} bytes (max_event_size)",
+            limit=self._max_event_size,
+        )
 
     def _interpret(self, lines: list[str], events: list[ServerSentEvent]) -> None:
         """Apply the rules line by line; ``lines`` are whole blocks, each ending in a blank line."""

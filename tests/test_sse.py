@@ -7,7 +7,9 @@ import copy
 import dataclasses
 import json
 import pickle
+import re
 import time
+import tracemalloc
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from req_managed_agents import sse
-from req_managed_agents.sse import ServerSentEvent, SSEDecoder
+from req_managed_agents.errors import EventTooLargeError, StreamError
+from req_managed_agents.sse import DEFAULT_MAX_EVENT_SIZE, ServerSentEvent, SSEDecoder
 
 BOM = b"\xef\xbb\xbf"
 
@@ -570,3 +573,204 @@ def test_large_event_in_tiny_chunks_takes_linear_time() -> None:
     # Linear work takes well under a second; rescanning or copying the buffered event on
     # each of the 131,073 chunks would take minutes.
     assert elapsed < 10
+
+
+# --- the size limit ---------------------------------------------------------------------------
+
+
+def held_sizes(stream: bytes) -> list[int]:
+    """What the decoder must hold for each event, by the documented rule, line by line.
+
+    An event runs from the end of the blank line before it (or the stream start) to its last
+    line end, each line end counting one byte; the unterminated rest of the stream counts too.
+    """
+    *lines, rest = re.sub(rb"\r\n?", b"\n", stream).split(b"\n")
+    sizes: list[int] = []
+    size = line_count = 0
+    for line in lines:
+        if not line and line_count:
+            sizes.append(size)
+            size = line_count = 0
+        else:
+            size += len(line) + 1
+            line_count += 1
+    return [*sizes, size + len(rest)]
+
+
+def decode_until_too_large(
+    chunks: list[bytes], limit: int
+) -> tuple[list[ServerSentEvent], EventTooLargeError | None]:
+    decoder = SSEDecoder(max_event_size=limit)
+    events: list[ServerSentEvent] = []
+    try:
+        for chunk in chunks:
+            events += decoder.feed(chunk)
+    except EventTooLargeError as error:
+        return events, error
+    return events + decoder.close(), None
+
+
+def sized_event(size: int) -> bytes:
+    """An event of exactly ``size`` bytes, its blank line not counted; its data starts at 23."""
+    head = b"event: big\nid: 1\ndata: "
+    return head + b"x" * (size - len(head) - 1) + b"\n"
+
+
+def test_default_limit_is_16_mib() -> None:
+    assert DEFAULT_MAX_EVENT_SIZE == 16 * 1024 * 1024
+    stream = sized_event(DEFAULT_MAX_EVENT_SIZE) + b"\n"
+    assert decode_until_too_large(chunked(stream, 1 << 20), DEFAULT_MAX_EVENT_SIZE)[1] is None
+    decoder = SSEDecoder()
+    *below, over = chunked(b"x" + stream, 1 << 20)
+    for chunk in below:
+        decoder.feed(chunk)
+    with pytest.raises(EventTooLargeError):
+        decoder.feed(over)
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_limit_must_be_positive(limit: int) -> None:
+    with pytest.raises(ValueError, match="max_event_size"):
+        SSEDecoder(max_event_size=limit)
+
+
+def test_error_is_a_stream_error_that_says_how_big_and_the_limit() -> None:
+    events, error = decode_until_too_large([b"data: " + b"x" * 200], 100)
+    assert events == []
+    assert isinstance(error, EventTooLargeError)
+    assert isinstance(error, StreamError)
+    assert isinstance(error, ValueError)
+    assert error.limit == 100
+    assert "206 bytes" in str(error)
+    assert "limit of 100 bytes" in str(error)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 10_000])
+def test_long_line_without_line_end_is_cut_off(chunk_size: int) -> None:
+    decoder = SSEDecoder(max_event_size=100)
+    line = b"data: " + b"x" * 94  # exactly the limit, no line end yet
+    for chunk in chunked(line, chunk_size):
+        assert decoder.feed(chunk) == []
+    with pytest.raises(EventTooLargeError, match="101 bytes"):
+        decoder.feed(b"x")
+
+
+@pytest.mark.parametrize("chunk_size", [1, 8, 100, 100_000])
+def test_many_data_lines_never_ending_are_cut_off(chunk_size: int) -> None:
+    stream = b"data: x\n" * 10_000
+    decoder = SSEDecoder(max_event_size=1000)
+    fed = 0
+    for chunk in chunked(stream, chunk_size):
+        try:
+            decoder.feed(chunk)
+        except EventTooLargeError:
+            break
+        fed += len(chunk)
+    # It raises with the chunk that goes over the limit, not later.
+    assert fed <= 1000 < fed + chunk_size
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        sized_event(1000) + b"\n",
+        b"data: a\n\n" + sized_event(1000) + b"\n",
+        b"data: a\n\n" + sized_event(1000) + b"\ndata: b\n\n",
+        sized_event(1000).replace(b"\n", b"\r\n") + b"\r\n",
+        sized_event(1000).replace(b"\n", b"\r") + b"\r",
+    ],
+)
+def test_event_exactly_at_the_limit_passes_however_chunked(stream: bytes) -> None:
+    expected = reference_decode(stream)
+    for size in (1, 2, 3, 999, 1000, 1001, len(stream)):
+        assert decode_until_too_large(chunked(stream, size), 1000) == (expected[0], None)
+    over = stream.replace(b"xxx", b"xxxx", 1)
+    for size in (1, 2, 3, 999, 1000, 1001, len(over)):
+        assert decode_until_too_large(chunked(over, size), 1000)[1] is not None
+
+
+def test_event_completed_by_the_chunk_that_puts_it_over_the_limit_raises() -> None:
+    decoder = SSEDecoder(max_event_size=1000)
+    assert decoder.feed(sized_event(998)[:-1]) == []  # 997 bytes pending, line still open
+    with pytest.raises(EventTooLargeError, match="1001 bytes"):
+        decoder.feed(b"xyz\n\ndata: small\n\n")
+
+
+def test_chunk_bigger_than_the_limit() -> None:
+    small = b"".join(b"id: %d\ndata: %d\n\n" % (i, i) for i in range(100))
+    assert decode_until_too_large([small], 30) == (reference_decode(small)[0], None)
+    with pytest.raises(EventTooLargeError, match="31 bytes"):
+        SSEDecoder(max_event_size=30).feed(small + sized_event(31) + b"\n" + small)
+
+
+def test_after_the_error_the_stream_is_refused_until_close() -> None:
+    decoder = SSEDecoder(max_event_size=100)
+    assert decoder.feed(b"id: 1\ndata: a\n\n") == [message("a", id="1")]
+    # The chunk's complete event is not returned, so its id is not committed either.
+    with pytest.raises(EventTooLargeError):
+        decoder.feed(b"id: 2\ndata: b\n\n" + b"data: " + b"x" * 100)
+    assert decoder.last_event_id == "1"
+    assert decoder._pending == []  # the buffered event is dropped at once
+    # What follows the cut-off event cannot be parsed: the rest of the stream is refused.
+    with pytest.raises(EventTooLargeError, match=r"close\(\)"):
+        decoder.feed(b"x\n\ndata: c\n\n")
+    assert decoder.close() == []
+    assert decoder.feed(BOM + b"data: d\n\n") == [message("d", id="1")]
+
+
+def test_size_counts_bytes_not_characters() -> None:
+    line = "data: " + "é" * 47 + "\n"  # 54 characters, 101 bytes
+    assert decode_until_too_large([line.encode() + b"\n"], 101)[1] is None
+    assert decode_until_too_large(every_byte(line.encode()), 100)[1] is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    streams,
+    st.lists(st.integers(min_value=0), max_size=12),
+    st.integers(min_value=1, max_value=40),
+)
+def test_limit_holds_by_the_documented_rule_however_chunked(
+    stream: bytes, cuts: list[int], limit: int
+) -> None:
+    too_large = max(held_sizes(stream)) > limit
+    expected = reference_decode(stream)[0]
+    for chunks in ([stream], split(stream, cuts), every_byte(stream)):
+        events, error = decode_until_too_large(chunks, limit)
+        assert (error is not None) == too_large
+        # The events before the oversized one come out, unless its chunk also completed them.
+        assert events == (expected[: len(events)] if too_large else expected)
+
+
+def test_memory_stays_proportional_to_the_input_in_tiny_chunks() -> None:
+    size = 1 << 20
+    stream = sized_event(size)
+    # Built before tracing starts: the chunks themselves are not the decoder's memory.
+    chunks = chunked(stream, 2)
+    feed = SSEDecoder().feed
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        for chunk in chunks:
+            feed(chunk)
+        elapsed = time.perf_counter() - start
+        buffering_peak = tracemalloc.get_traced_memory()[1]
+        events = feed(b"\n")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert events == [message(stream[23:-1].decode(), id="1", event="big")]
+    # An object per chunk took some 30 bytes per byte of input; one buffer takes about one.
+    assert buffering_peak < 1.5 * size
+    # Dispatching makes the text, its line and the value: three copies at most.
+    assert peak < 4 * size
+    assert elapsed < 30  # linear, if slowed down by tracing; re-joining would take hours
+
+
+def test_tiny_chunks_are_cut_off_at_the_limit() -> None:
+    chunks = chunked(sized_event(1 << 20), 2)
+    feed = SSEDecoder(max_event_size=(1 << 20) - 1).feed
+    for chunk in chunks[:-1]:
+        assert feed(chunk) == []
+    with pytest.raises(EventTooLargeError, match=f"{1 << 20} bytes"):
+        feed(chunks[-1])
