@@ -7,6 +7,7 @@ whose last turn gave up, events from before the first attach, a caller interrupt
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
 import time
@@ -19,7 +20,8 @@ from req_managed_agents import RateLimitError, ToolContext, Tools, run_to_comple
 from req_managed_agents._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.providers._base import Aborted
-from req_managed_agents.providers.claude import _conversation
+from req_managed_agents.providers.claude import _conversation, _feed
+from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools
 from tests.testing._api import Api
@@ -309,3 +311,17 @@ def test_a_post_whose_connection_resets_is_sent_exactly_once(
     assert logged.count("user.message") == 1
     assert logged.count("user.custom_tool_result") == 3
     assert sorted(tools.calls.values()) == [1, 1, 1]
+
+
+def test_an_event_too_large_for_the_stream_decoder_arrives_through_the_history(
+    provider: ClaudeManagedAgents, emulator: ClaudeEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The decoder's bound is 16 MiB; a small one stands in for a stream that never ends
+    # its event.
+    monkeypatch.setattr(_feed, "SSEDecoder", functools.partial(SSEDecoder, max_event_size=1024))
+    script = [Turn(text="x" * 4000)]
+    result = run_to_completion(
+        provider, "go", handler=CountingTools(), timeout=15, **ids(emulator, script)
+    )
+    assert (result.terminal, result.text) == ("end_turn", "x" * 4000)
+    assert len(emulator.stream_connections(str(result.session_id))) >= 2, "it reconnected"
