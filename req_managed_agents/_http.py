@@ -60,12 +60,10 @@ def api_error(
     retry_after: float | None = None,
 ) -> APIError:
     """The :class:`APIError` subclass that names what an HTTP status means."""
-    if status == 429:
-        return RateLimitError(
-            status, error_type, message, request_id, body=body, retry_after=retry_after
-        )
     error_class: type[APIError]
-    if status in (400, 413, 422):
+    if status == 429:
+        error_class = RateLimitError
+    elif status in (400, 413, 422):
         error_class = BadRequestError
     elif status in (401, 403):
         error_class = AuthenticationError
@@ -77,7 +75,7 @@ def api_error(
         error_class = ServerError
     else:
         error_class = APIError
-    return error_class(status, error_type, message, request_id, body=body)
+    return error_class(status, error_type, message, request_id, body=body, retry_after=retry_after)
 
 
 def _proves_not_sent(exc: requests.RequestException) -> bool:
@@ -115,9 +113,23 @@ class HttpClient:
         self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
 
     def close(self) -> None:
-        """Release pooled connections (only when this client created the session)."""
-        if self._owns_session:
-            self.session.close()
+        """Release pooled connections (only when this client created the session).
+
+        Each pool is closed explicitly: urllib3 2 forgets its pools on ``clear()`` without
+        closing their idle keep-alive sockets, which then linger until garbage collection.
+        """
+        if not self._owns_session:
+            return
+        for adapter in self.session.adapters.values():
+            managers = [getattr(adapter, "poolmanager", None)]
+            managers += list(getattr(adapter, "proxy_manager", {}).values())
+            for manager in managers:
+                pools: Any = getattr(manager, "pools", None)
+                for key in list(pools.keys()) if pools is not None else ():
+                    pool = pools.get(key)
+                    if pool is not None:
+                        pool.close()
+        self.session.close()
 
     def _prepare(self, request: requests.Request) -> requests.PreparedRequest:
         """The request as it will be sent, authenticated; header values that would break it

@@ -10,7 +10,7 @@
     │   ├── AuthenticationError               401, 403
     │   ├── NotFoundError                     404
     │   ├── ConflictError                     409
-    │   ├── RateLimitError                    429 (carries ``retry_after``)
+    │   ├── RateLimitError                    429
     │   └── ServerError                       5xx and 529 (overloaded)
     ├── TransportError                        no usable HTTP response (connect/read failure)
     ├── StreamError                           a response stream broke or carried an error
@@ -114,7 +114,9 @@ class APIError(ManagedAgentsError):
     """The provider answered with an HTTP error status.
 
     ``error_type`` is the provider's own error code (``"not_found_error"``,
-    ``"ValidationException"``, ...), ``request_id`` the id to quote to provider support.
+    ``"ValidationException"``, ...), ``request_id`` the id to quote to provider support,
+    ``retry_after`` the seconds the server asked to wait before trying again (a 429, 503 or
+    529 may say), if it did.
     """
 
     def __init__(
@@ -125,7 +127,9 @@ class APIError(ManagedAgentsError):
         request_id: str | None = None,
         *,
         body: Any = None,
+        retry_after: float | None = None,
     ) -> None:
+        self.retry_after = retry_after
         self.status_code = status_code
         self.error_type = error_type
         self.request_id = request_id
@@ -161,19 +165,6 @@ class ConflictError(APIError):
 
 class RateLimitError(APIError):
     """Too many requests (429); ``retry_after`` is the server's hint in seconds, if any."""
-
-    def __init__(
-        self,
-        status_code: int,
-        error_type: str | None,
-        message: str,
-        request_id: str | None = None,
-        *,
-        body: Any = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(status_code, error_type, message, request_id, body=body)
-        self.retry_after = retry_after
 
 
 class ServerError(APIError):

@@ -63,21 +63,44 @@ one directly. Uploads are not downloadable, unless the emulator is built with
 With pytest, the ``claude_emulator`` fixture (from ``req_managed_agents.testing.pytest_plugin``)
 yields a fresh ``ClaudeEmulator()`` per test and closes it afterwards.
 
-Faults, usable at any time (also while a session runs):
+Faults, usable at any time (also while a session runs). Request faults match a method (or
+``"*"``), a regex for the whole path and, with ``where=``, a predicate on the
+:class:`RecordedRequest` (its body, say, to tell a posted ``user.message`` from posted tool
+results); both emulators have them:
 
-* ``fail_requests(method, path_regex, status, times=1, retry_after=None, error_type=None)``
-  answers the next matching requests with an API error (and a ``retry-after`` header);
-* ``drop_stream(at_event, session_id=None, times=1)`` cuts the stream connection that is about
-  to send the event at that 0-based position of the session log (echoed user events count);
-* ``stall_stream(at_event, seconds, session_id=None)`` makes that connection go silent, pings
+* ``fail_requests(method, path_regex, status, times=1, retry_after=None, error_type=None,
+  where=None)`` answers the next matching requests with an API error (and a ``retry-after``
+  header);
+* ``reset_requests(method, path_regex, after_acting=..., times=1, where=None)`` closes their
+  connections without a response byte: with ``after_acting=False`` before the request is
+  handled (the server did nothing), with ``after_acting=True`` after it was handled in full
+  (state changed, events logged, ids assigned), so the client cannot tell whether it landed.
+  A streaming response is attached, then reset before its head goes out (its
+  :class:`StreamConnection` ends ``"reset"``): a Claude stream was attached, an
+  InvokeHarness turn was not played (a frame fault meant for it is used up);
+* ``before_requests(method, path_regex, hook, times=1, where=None)`` calls ``hook()`` just
+  before handling them.
+
+Stream faults of the Claude emulator, at a 0-based position of the session log (echoed user
+events count), for the next ``times`` stream connections about to send that event, or any
+session's with ``session_id=None``; the event stays in the history:
+
+* ``drop_stream(at_event, session_id=None, times=1)`` cuts the connection;
+* ``stall_stream(at_event, seconds, session_id=None)`` (once) makes it go silent, pings
   included, for ``seconds`` and then close;
-* ``duplicate_stream_events()`` writes every event twice on the streams;
-* ``terminate_session(session_id)`` fails the session as the service would.
+* ``corrupt_stream(at_event, session_id=None, times=1)`` writes, instead of the event, a frame
+  whose ``data:`` is not JSON (the first half of the event's), then carries on;
+* ``duplicate_stream(at_event, session_id=None, times=1)`` writes that event's frame twice;
+  ``duplicate_stream_events()`` writes every event twice on every stream.
+
+An event meets one stream fault at most (stalls first, then drops, corruptions and
+duplications). ``terminate_session(session_id)`` fails the session as the service would.
 
 For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_id)`` (the
 log), ``session_ids()``, ``files(session_id=None)`` (file metadata),
 ``stream_connections(session_id)`` (:class:`StreamConnection` snapshots),
-``open_stream_count(session_id)`` and ``wait_until(predicate, timeout)``.
+``open_stream_count(session_id)``, ``pending_faults()`` (fault shots not fired yet, to check
+that a test met the fault it set up) and ``wait_until(predicate, timeout)``.
 ``close()`` (or leaving the ``with`` block) ends open streams and joins the emulator's threads.
 
 :class:`AgentCoreEmulator` is the AWS Bedrock AgentCore Harness service, on two loopback
@@ -103,14 +126,23 @@ blocks, as the live service requires::
         ...  # point the SDK at emulator.data_url / emulator.control_url with its credentials
         assert emulator.invocations[-1].harness_arn == harness_arn
 
+A turn is committed (the conversation advances) as its ``messageStop`` frame goes out: a
+retried invocation replays a turn cut before it and meets the next turn after it.
 Faults and controls: ``fail_requests(...)`` (AWS-style HTTP errors, e.g. 429
-ThrottlingException), ``exception_frame(...)``, ``error_frame(...)``,
-``truncate_stream(...)`` (the turn is replayed by the next invocation), ``stall_stream(...)``
-and ``harness_statuses(...)`` (the statuses GetHarness walks through). Commands run through
-``command_runner`` (default: ``/bin/sh`` in the temporary directory ``workdir``) and report
-a :class:`CommandOutput`. For assertions: ``invocations`` (:class:`Invocation`),
-``commands`` (:class:`CommandRecord`), ``signature_failures``, ``harnesses()`` and
-``requests``. The ``agentcore_emulator`` fixture yields a fresh ``AgentCoreEmulator()``.
+ThrottlingException), ``reset_requests(...)`` and ``before_requests(...)`` as above, and
+frame faults, each for the next ``times`` invocations in the order added:
+``exception_frame(...)`` and ``error_frame(...)`` (a final exception or error frame after
+``after_frames`` frames), ``corrupt_frame(after_frames, times=1)`` (a frame with a wrong
+message CRC, then the end), ``truncate_stream(...)`` (a clean end before ``messageStop``),
+``truncate_after_commit(times=1, abrupt=False)`` (the turn through ``messageStop``, committed,
+then the end without ``metadata``: clean, or a cut connection), ``stall_stream(...)``
+(silence, then a cut), and ``harness_statuses(...)`` (the statuses GetHarness walks
+through). Commands run through ``command_runner`` (default: ``/bin/sh`` in the temporary
+directory ``workdir``) and report a :class:`CommandOutput`. For assertions: ``invocations``
+(:class:`Invocation`), ``turn_frames(harness_arn, runtime_session_id)`` (the frames of each
+committed turn), ``commands`` (:class:`CommandRecord`), ``signature_failures``,
+``harnesses()``, ``pending_faults()`` and ``requests``. The ``agentcore_emulator`` fixture
+yields a fresh ``AgentCoreEmulator()``.
 """
 
 from __future__ import annotations

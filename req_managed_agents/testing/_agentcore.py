@@ -19,8 +19,9 @@ deterministic:
 * the echoed ``toolUse`` blocks must repeat every tool call of the turn exactly (id, name
   and input), which is stricter than the service but catches a client that mis-assembles
   input fragments or keys tool blocks by index;
-* only an invocation whose stream was written in full, without an injected fault, advances
-  the conversation: a client's retry of a truncated or failed invocation replays the turn;
+* an invocation advances the conversation as its turn's ``messageStop`` goes out, whatever
+  follows (``metadata``, an injected fault or nothing): a client's retry of an invocation
+  cut before ``messageStop`` replays the turn, a retry after it meets the next turn;
 * a command's stdout is streamed before its stderr, since the runner returns them apart.
 
 botocore is imported when an emulator is created, never when this module is imported.
@@ -36,6 +37,7 @@ test-facing methods, dispatch, and InvokeAgentRuntimeCommand.
 
 from __future__ import annotations
 
+import copy
 import re
 import secrets
 import string
@@ -64,7 +66,9 @@ from req_managed_agents.testing._agentcore_wire import (
     _EVENT_STREAM,
     _SESSION_HEADER,
     _AwsError,
+    _bad_crc,
     _error,
+    _event,
     _exception,
     _invalid,
     _json_object,
@@ -249,7 +253,11 @@ class AgentCoreEmulator(_HarnessInvoker):
         times: int = 1,
     ) -> None:
         """After ``after_frames`` frames of the next ``times`` turns, send an exception frame
-        (``:message-type exception``) and end the stream."""
+        (``:message-type exception``) and end the stream.
+
+        Frame faults apply to invocations in the order they were added, one per invocation.
+        A fault placed after the turn's ``messageStop`` finds the turn committed.
+        """
         self._add_fault(
             _FrameFault("exception", after_frames, times, _exception(exception_type, message))
         )
@@ -258,10 +266,29 @@ class AgentCoreEmulator(_HarnessInvoker):
         """Like :meth:`exception_frame`, with an unmodeled ``:message-type error`` frame."""
         self._add_fault(_FrameFault("error", after_frames, times, _error(code, message)))
 
+    def corrupt_frame(self, after_frames: int, times: int = 1) -> None:
+        """Like :meth:`exception_frame`, with a frame whose message CRC is wrong: a client's
+        decoder must give up on the stream there.
+
+        With ``after_frames`` short of the turn's ``messageStop`` (frame ``n - 2`` of ``n``)
+        the turn is not committed, as with :meth:`truncate_stream`; from ``n - 1`` on the
+        corrupt frame follows ``messageStop`` (in place of, or after, ``metadata``), and
+        the turn is committed.
+        """
+        frame = _bad_crc(_event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {}}))
+        self._add_fault(_FrameFault("corrupt", after_frames, times, frame))
+
     def truncate_stream(self, after_frames: int = 2, times: int = 1) -> None:
         """End the next ``times`` turn streams cleanly after ``after_frames`` frames, before
         ``messageStop``; the turn is played again by the next invocation."""
         self._add_fault(_FrameFault("truncate", after_frames, times))
+
+    def truncate_after_commit(self, times: int = 1, abrupt: bool = False) -> None:
+        """Play the next ``times`` turns through ``messageStop``, committing them as a stream
+        written in full does, then end the stream without its ``metadata`` frame: cleanly,
+        or with ``abrupt`` by cutting the connection (no terminating chunk). The client has
+        the whole turn but its usage; a retry of the invocation meets the next turn."""
+        self._add_fault(_FrameFault("after_commit", 0, times, abrupt=abrupt))
 
     def stall_stream(self, after_frames: int, seconds: float) -> None:
         """Once: after ``after_frames`` frames, go silent for ``seconds``, then cut the
@@ -287,6 +314,16 @@ class AgentCoreEmulator(_HarnessInvoker):
         """``(method, path, reason)`` of each request rejected for its signature."""
         with self._condition:
             return list(self._signature_failures)
+
+    def turn_frames(self, harness_arn: str, runtime_session_id: str) -> list[list[dict[str, Any]]]:
+        """The frames of each turn the conversation committed, oldest first, as Converse
+        events (``{event type: payload}``): what the committing invocation wrote, through
+        ``messageStop`` and ``metadata`` when it went out. A client that moved past a turn
+        must have received all of them. Empty for a conversation never invoked."""
+        with self._condition:
+            conversation = self._conversations.get((harness_arn, runtime_session_id))
+            turns = [] if conversation is None else conversation.frames
+            return copy.deepcopy(turns)
 
     def harnesses(self) -> list[dict[str, Any]]:
         """The live harnesses as GetHarness shows them, oldest first, without observing them."""

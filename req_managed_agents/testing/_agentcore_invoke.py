@@ -4,9 +4,12 @@ Each runtime session of each harness is a conversation that remembers how far it
 has played and which tool calls await results. An invocation is checked against the
 botocore model, then against the conversation rules; it plays the next
 :class:`~req_managed_agents.testing._agentcore_converse.ConverseTurn` as event-stream frames,
-unless a frame fault (an exception or error frame, a truncated or stalled stream) cuts it
-short. Only a stream written in full advances the conversation, just before its last frame
-goes out, so a client's retry of a failed invocation replays the turn.
+unless a frame fault (an exception, error or corrupt frame, a truncated or stalled stream)
+cuts it short. A turn is committed - the conversation advances - just before its
+``messageStop`` frame goes out (a client may resume as soon as it reads it), whatever
+happens after it; a stream cut before ``messageStop`` leaves the turn unplayed, so a
+client's retry of the invocation replays it. Each committed turn keeps the frames written
+for it, for tests to check what a client must have seen.
 """
 
 from __future__ import annotations
@@ -63,13 +66,21 @@ class _Conversation:
         self.turns_played = 0
         self.pending: tuple[_ToolUse, ...] = ()  # the tool calls awaiting results
         self.generation = 0  # changes on every advance, so a stale invocation cannot commit
+        # The frames written for each committed turn, as {event type: payload}.
+        self.frames: list[list[dict[str, Any]]] = []
 
 
 class _FrameFault:
     """A stream fault for the next invocation(s): what happens after ``after_frames``."""
 
     def __init__(
-        self, kind: str, after_frames: int, times: int, frame: bytes = b"", seconds: float = 0.0
+        self,
+        kind: str,
+        after_frames: int,
+        times: int,
+        frame: bytes = b"",
+        seconds: float = 0.0,
+        abrupt: bool = False,
     ) -> None:
         if after_frames < 0:
             raise ValueError("after_frames must not be negative")
@@ -82,11 +93,14 @@ class _FrameFault:
         self.remaining = times
         self.frame = frame
         self.seconds = seconds
+        self.abrupt = abrupt
 
     def cut(self, event_count: int) -> int:
         """How many of the turn's events go out before the fault."""
         if self.kind == "truncate":  # never as far as messageStop
             return min(self.after_frames, event_count - 2)
+        if self.kind == "after_commit":  # through messageStop, never the metadata
+            return event_count - 1
         return min(self.after_frames, event_count)
 
 
@@ -198,12 +212,13 @@ class _HarnessInvoker(_ControlPlane):
         events: list[tuple[str, dict[str, Any]]],
         advance: tuple[int, int, tuple[_ToolUse, ...]],
     ) -> None:
-        """Write a turn's frames; advance the conversation just before its last frame goes
-        out (a client may resume as soon as it reads it), and undo that if the write fails."""
+        """Write a turn's frames; commit it just before its ``messageStop`` goes out, and undo
+        that if the write fails."""
         started = time.monotonic()
         fault, conversation = plan.fault, plan.conversation
         count = len(events) if fault is None else fault.cut(len(events))
-        for position, (event_type, payload) in enumerate(events[:count]):
+        written: list[dict[str, Any]] = []
+        for event_type, payload in events[:count]:
             if plan.turn.delay:
                 self._sleep(plan.turn.delay)
             if self._stopping:
@@ -211,22 +226,27 @@ class _HarnessInvoker(_ControlPlane):
                 return
             if event_type == "metadata":
                 payload["metrics"]["latencyMs"] = int((time.monotonic() - started) * 1000)
-            last = fault is None and position == len(events) - 1
-            if last and stream.client_gone():
+            commits = event_type == "messageStop"
+            if commits and stream.client_gone():
                 stream.abort("client_closed")
                 return
-            undo = self._advance(conversation, *advance) if last else None
+            undo = self._advance(conversation, *advance, frames=written) if commits else None
             if not stream.write(_event(event_type, payload)):
                 if undo is not None:
                     self._undo(conversation, *undo)
                 return
+            with self._condition:  # once committed, tests may be reading it
+                written.append({event_type: payload})
         if fault is None:
             stream.finish()
         elif fault.kind == "stall":
             self._sleep(fault.seconds)
             stream.abort("stalled")
-        elif fault.kind == "truncate":
-            stream.finish("truncated")
+        elif fault.kind in ("truncate", "after_commit"):
+            if fault.abrupt:
+                stream.abort("truncated")
+            else:
+                stream.finish("truncated")
         else:
             _write_last(stream, fault.frame)
 
@@ -236,15 +256,19 @@ class _HarnessInvoker(_ControlPlane):
         generation: int,
         turns_played: int,
         pending: tuple[_ToolUse, ...],
+        *,
+        frames: list[dict[str, Any]],
     ) -> tuple[int, int, tuple[_ToolUse, ...]] | None:
-        """Commit a played turn unless another invocation moved the conversation first;
-        return what :meth:`_undo` needs."""
+        """Commit a played turn, whose written ``frames`` the invocation goes on filling,
+        unless another invocation moved the conversation first; return what :meth:`_undo`
+        needs."""
         with self._condition:
             if conversation.generation != generation:
                 return None
             before = (conversation.turns_played, conversation.pending)
             conversation.turns_played, conversation.pending = turns_played, pending
             conversation.generation += 1
+            conversation.frames.append(frames)
             return (conversation.generation, *before)
 
     def _undo(
@@ -258,3 +282,7 @@ class _HarnessInvoker(_ControlPlane):
             if conversation.generation == generation:
                 conversation.turns_played, conversation.pending = turns_played, pending
                 conversation.generation += 1
+                conversation.frames.pop()
+
+    def _pending_faults(self) -> int:
+        return super()._pending_faults() + sum(f.remaining for f in self._frame_faults)

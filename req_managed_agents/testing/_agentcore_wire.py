@@ -4,7 +4,7 @@ Errors are answered in AWS's rest-json form (``x-amzn-ErrorType`` and a ``messag
 ``ValidationException`` also names its reason and the failing fields, worded as AWS words
 them). Streaming responses (InvokeHarness, InvokeAgentRuntimeCommand) are
 ``application/vnd.amazon.eventstream`` bodies of ``event``, ``exception`` and ``error``
-frames.
+frames (and, as a fault, frames whose CRC does not match).
 """
 
 from __future__ import annotations
@@ -113,6 +113,12 @@ def _exception(exception_type: str, message: str) -> bytes:
 def _error(code: str, message: str) -> bytes:
     headers = {":error-code": code, ":error-message": message, ":message-type": "error"}
     return encode_message(headers)
+
+
+def _bad_crc(frame: bytes) -> bytes:
+    """``frame`` with its message CRC (the last four bytes) inverted: intact lengths and
+    prelude, so a decoder reads the whole frame before it must reject it."""
+    return frame[:-4] + bytes(b ^ 0xFF for b in frame[-4:])
 
 
 def _write_last(stream: ChunkedStream, frame: bytes) -> None:

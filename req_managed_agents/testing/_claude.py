@@ -187,12 +187,31 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
         included). The socket closes without the terminating chunk; the event stays in the
         history. ``session_id=None`` matches any session.
         """
-        self._add_drop(session_id, at_event, times)
+        self._add_stream_fault("drop", session_id, at_event, times)
 
     def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
         """Once: before sending event ``at_event``, go silent (no pings) for ``seconds``, then
         close the connection."""
-        self._add_stall(session_id, at_event, seconds)
+        if seconds < 0:
+            raise ValueError("seconds must not be negative")
+        self._add_stream_fault("stall", session_id, at_event, 1, seconds)
+
+    def corrupt_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
+        """On the next ``times`` stream connections about to send event ``at_event``, write a
+        frame whose ``data:`` is not JSON (the first half of the event's) instead of it.
+
+        The stream carries on with the next event; the event stays in the history, so a
+        client can recover it by paging the history. One fault per event and connection:
+        stalls come first, then drops, corruptions and duplications.
+        """
+        self._add_stream_fault("corrupt", session_id, at_event, times)
+
+    def duplicate_stream(
+        self, at_event: int, session_id: str | None = None, times: int = 1
+    ) -> None:
+        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
+        about to send it (see :meth:`duplicate_stream_events` for every event)."""
+        self._add_stream_fault("duplicate", session_id, at_event, times)
 
     def duplicate_stream_events(self, enabled: bool = True) -> None:
         """Write every event twice on the streams (history is unaffected)."""

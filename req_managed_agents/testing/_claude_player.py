@@ -12,6 +12,7 @@ history pages and as a long-lived SSE stream with heartbeats and no replay.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -386,7 +387,8 @@ class _SessionPlayer(_FilesAPI):
                     return
                 fresh = session.log[cursor:]
             for position, event in enumerate(fresh, start=cursor):
-                if not stream.send_event(self._frame(event), position):
+                corrupted = functools.partial(self._frame, event, cut=True)
+                if not stream.send_event(self._frame(event), position, corrupted):
                     return
                 if event["type"] == "session.deleted":  # nothing follows it
                     stream.finish("session_deleted")
@@ -403,9 +405,12 @@ class _SessionPlayer(_FilesAPI):
                 stream.abort("client_closed")
                 return
 
-    def _frame(self, event: Mapping[str, Any]) -> bytes:
+    def _frame(self, event: Mapping[str, Any], *, cut: bool = False) -> bytes:
+        """An event's SSE frame; ``cut`` (``corrupt_stream``) keeps only the first half of its
+        JSON, which never parses: the closing brace is gone."""
         lines = [f"event: {event['type']}"]
         if self._sse_ids:
             lines.append(f"id: {event['id']}")
-        lines.append("data: " + json.dumps(event, separators=(",", ":")))
+        data = json.dumps(event, separators=(",", ":"))
+        lines.append("data: " + (data[: len(data) // 2] if cut else data))
         return ("\n".join(lines) + "\n\n").encode()

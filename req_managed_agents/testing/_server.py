@@ -13,8 +13,9 @@ This module owns everything that is not about one provider's API:
 * :class:`Exchange` — one request and the two ways to answer it: a sized JSON body on a
   keep-alive connection, or a :class:`ChunkedStream` whose chunks are written by hand so that
   faults can cut it anywhere;
-* the fault registries: failing requests with an HTTP error, and dropping, stalling or
-  duplicating the events of a stream;
+* the fault registries: failing requests with an HTTP error, resetting their connections
+  (before or after acting on them), and dropping, stalling, corrupting or duplicating the
+  events of a stream;
 * :func:`parse_form_data` — ``multipart/form-data`` bodies (file uploads), split exactly,
   binary parts included;
 * what every API's routes need alike: a :class:`Router` (method and path pattern to route),
@@ -45,12 +46,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable
+
+    # Whether a request is one a rule is meant for (see ``fail_requests(where=...)``).
+    _RequestFilter = Callable[["RecordedRequest"], object]
 
 __all__ = [
     "ChunkedStream",
@@ -102,9 +106,10 @@ class StreamConnection:
     """A snapshot of one streaming response.
 
     Times are :func:`time.monotonic` seconds. ``events_sent`` counts event frames written,
-    duplicates included, heartbeats excluded. ``end`` says why the connection closed:
-    ``"finished"``, ``"client_closed"``, ``"dropped"``, ``"stalled"``, ``"emulator_closed"``
-    or a reason the emulator chose (None while open).
+    duplicates and corrupted frames included, heartbeats excluded. ``end`` says why the
+    connection closed: ``"finished"``, ``"client_closed"``, ``"dropped"``, ``"stalled"``,
+    ``"reset"`` (``reset_requests``), ``"emulator_closed"`` or a reason the emulator chose
+    (None while open).
     """
 
     scope: str
@@ -124,32 +129,40 @@ class RequestFault:
     message: str = "injected failure"
 
 
-class _RequestFaultRule:
-    def __init__(self, method: str, path_regex: str, fault: RequestFault, times: int) -> None:
-        self.method = method.upper()
-        self.path = re.compile(path_regex)
-        self.fault = fault
-        self.remaining = times
-
-    def matches(self, method: str, path: str) -> bool:
-        return self.method in ("*", method) and self.path.fullmatch(path) is not None
+_Action = TypeVar("_Action")
 
 
-class _RequestHookRule:
+class _RequestRule(Generic[_Action]):
+    """What to do to the next ``times`` requests that match: an error, a hook or a reset."""
+
     def __init__(
-        self, method: str, path_regex: str, hook: Callable[[], object], times: int
+        self,
+        method: str,
+        path_regex: str,
+        where: _RequestFilter | None,
+        times: int,
+        action: _Action,
     ) -> None:
+        if times < 1:
+            raise ValueError("times must be at least 1")
         self.method = method.upper()
         self.path = re.compile(path_regex)
-        self.hook = hook
+        self.where = where
         self.remaining = times
+        self.action = action
 
-    def matches(self, method: str, path: str) -> bool:
-        return self.method in ("*", method) and self.path.fullmatch(path) is not None
+    def matches(self, request: RecordedRequest) -> bool:
+        return (
+            self.method in ("*", request.method)
+            and self.path.fullmatch(request.path) is not None
+            and (self.where is None or bool(self.where(request)))
+        )
 
 
 class _StreamFaultRule:
     def __init__(self, scope: str | None, position: int, times: int, seconds: float) -> None:
+        if times < 1:
+            raise ValueError("times must be at least 1")
         self.scope = scope
         self.position = position
         self.remaining = times
@@ -159,7 +172,10 @@ class _StreamFaultRule:
         return self.position == position and self.scope in (None, scope)
 
 
-_Rule = TypeVar("_Rule", _RequestFaultRule, _RequestHookRule, _StreamFaultRule)
+# Stream fault kinds, in the order they are looked up: an event meets one fault at most.
+_STREAM_FAULT_KINDS = ("stall", "drop", "corrupt", "duplicate")
+
+_Rule = TypeVar("_Rule", "_RequestRule[Any]", _StreamFaultRule)
 _Emulator = TypeVar("_Emulator", bound="LoopbackEmulator")
 
 
@@ -241,6 +257,13 @@ class _Server(HTTPServer):
             logger.debug("connection from %s ended: %r", client_address, error)
         else:
             logger.exception("emulator connection from %s failed", client_address)
+
+
+def _reset(handler: BaseHTTPRequestHandler) -> None:
+    """End a connection without (the rest of) a response: the client sees it close."""
+    handler.close_connection = True
+    with contextlib.suppress(OSError):  # the client left already
+        handler.connection.shutdown(socket.SHUT_RDWR)
 
 
 def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
@@ -363,20 +386,33 @@ class Router:
 
 
 class Exchange:
-    """One request being served, and the means to answer it exactly once."""
+    """One request being served, and the means to answer it exactly once.
+
+    A ``swallowed`` exchange (``reset_requests(after_acting=True)``) is served as usual, but
+    nothing it answers reaches the client: a response is dropped, a stream is reset before
+    its head goes out, and the connection is reset afterwards.
+    """
 
     def __init__(
-        self, emulator: LoopbackEmulator, handler: BaseHTTPRequestHandler, request: RecordedRequest
+        self,
+        emulator: LoopbackEmulator,
+        handler: BaseHTTPRequestHandler,
+        request: RecordedRequest,
+        *,
+        swallowed: bool = False,
     ) -> None:
         self._emulator = emulator
         self._handler = handler
         self.request = request
+        self.swallowed = swallowed
         self.responded = False
         self.stream: ChunkedStream | None = None
 
     def respond(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
         """Send a complete response with a content-length, leaving the connection reusable."""
         self.responded = True
+        if self.swallowed:
+            return
         handler = self._handler
         handler.send_response(status)
         for name, value in headers.items():
@@ -398,6 +434,9 @@ class Exchange:
         handler.close_connection = True  # a stream never hands its connection back
         # Registered first, so the stream counts as open once the client sees the head.
         self.stream = ChunkedStream(self._emulator, handler.connection, scope)
+        if self.swallowed:  # attached as far as the server knows; every write now fails
+            self.stream.abort("reset")
+            return self.stream
         try:
             handler.send_response(200)
             for name, value in headers.items():
@@ -440,20 +479,28 @@ class ChunkedStream:
             return False
         return True
 
-    def send_event(self, frame: bytes, position: int) -> bool:
-        """Write the frame of the event at ``position`` in its scope, applying stream faults."""
-        faults = self._emulator._take_stream_faults(self.scope, position)
-        if faults.stall_seconds is not None:
-            self._emulator._sleep(faults.stall_seconds)
+    def send_event(self, frame: bytes, position: int, corrupted: Callable[[], bytes]) -> bool:
+        """Write the frame of the event at ``position`` in its scope, applying stream faults.
+
+        ``corrupted()`` makes what a corrupt fault writes instead: a frame of the stream's
+        format that a client cannot decode.
+        """
+        fault = self._emulator._take_stream_fault(self.scope, position)
+        if fault.kind == "stall":
+            self._emulator._sleep(fault.seconds)
             self._ended("stalled", abrupt=True)
             return False
-        if faults.drop:
+        if fault.kind == "drop":
             self._ended("dropped", abrupt=True)
             return False
-        for _ in range(2 if faults.duplicate else 1):
+        if fault.kind == "corrupt":
+            frames = [corrupted()]
+        else:
+            frames = [frame] * (2 if fault.kind == "duplicate" or fault.duplicate_all else 1)
+        for data in frames:
             # Counted before the write, so a client that has read the frame sees it counted.
             self._emulator._count_event(self._record, 1)
-            if not self.write(frame):
+            if not self.write(data):
                 self._emulator._count_event(self._record, -1)
                 return False
         return True
@@ -486,10 +533,12 @@ class ChunkedStream:
 
 
 @dataclass(frozen=True)
-class _StreamFaults:
-    stall_seconds: float | None
-    drop: bool
-    duplicate: bool
+class _StreamFault:
+    """What happens to one event on one connection; ``kind`` None: it goes out as it is."""
+
+    kind: str | None
+    seconds: float
+    duplicate_all: bool
 
 
 class LoopbackEmulator:
@@ -505,10 +554,12 @@ class LoopbackEmulator:
         self._condition = threading.Condition()
         self._stopping = False
         self._requests: list[RecordedRequest] = []
-        self._request_faults: list[_RequestFaultRule] = []
-        self._request_hooks: list[_RequestHookRule] = []
-        self._drop_faults: list[_StreamFaultRule] = []
-        self._stall_faults: list[_StreamFaultRule] = []
+        self._request_faults: list[_RequestRule[RequestFault]] = []
+        self._request_hooks: list[_RequestRule[Callable[[], object]]] = []
+        self._resets: list[_RequestRule[bool]] = []  # the action: whether it acts first
+        self._stream_faults: dict[str, list[_StreamFaultRule]] = {
+            kind: [] for kind in _STREAM_FAULT_KINDS
+        }
         self._duplicate_events = False
         self._streams: list[_StreamRecord] = []
         self._threads: dict[threading.Thread, socket.socket | None] = {}
@@ -597,55 +648,100 @@ class LoopbackEmulator:
         times: int = 1,
         retry_after: float | str | None = None,
         error_type: str | None = None,
+        where: _RequestFilter | None = None,
     ) -> None:
         """Answer the next ``times`` matching requests with an HTTP error instead.
 
         ``method`` is an HTTP method or ``"*"``; ``path_regex`` must match the whole path
-        (query excluded). ``retry_after`` adds a ``retry-after`` header; ``error_type``
-        overrides the error type the status implies. Rules apply in the order added.
+        (query excluded). ``where(request)``, when given, must be true as well: it tells
+        apart requests to one path by their :class:`RecordedRequest` body, say; it runs with
+        the emulator's lock held, so it must neither block nor call the emulator.
+        ``retry_after`` adds a ``retry-after`` header; ``error_type`` overrides the error
+        type the status implies. Rules apply in the order added.
         """
-        if times < 1:
-            raise ValueError("times must be at least 1")
         if isinstance(retry_after, (int, float)):
             retry_after = f"{retry_after:g}"
-        fault = RequestFault(status, error_type, retry_after)
+        rule = _RequestRule(
+            method, path_regex, where, times, RequestFault(status, error_type, retry_after)
+        )
         with self._condition:
-            self._request_faults.append(_RequestFaultRule(method, path_regex, fault, times))
+            self._request_faults.append(rule)
+
+    def reset_requests(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        after_acting: bool,
+        times: int = 1,
+        where: _RequestFilter | None = None,
+    ) -> None:
+        """Reset the connections of the next ``times`` matching requests (see
+        :meth:`fail_requests` for the matching): the client sees the connection close
+        without a single byte of response.
+
+        ``after_acting=False``: before the request is handled, so the server did nothing
+        (it is still recorded in ``requests``). ``after_acting=True``: the request is handled
+        in full first (state changes, logged events, assigned ids, other faults and hooks),
+        then its answer is swallowed, so the client cannot tell whether it landed. A
+        streaming response is attached but reset before its head goes out: its stream
+        counts as opened and ends ``"reset"``, and nothing is produced for it.
+        """
+        rule = _RequestRule(method, path_regex, where, times, after_acting)
+        with self._condition:
+            self._resets.append(rule)
 
     def before_requests(
-        self, method: str, path_regex: str, hook: Callable[[], object], *, times: int = 1
+        self,
+        method: str,
+        path_regex: str,
+        hook: Callable[[], object],
+        *,
+        times: int = 1,
+        where: _RequestFilter | None = None,
     ) -> None:
-        """Call ``hook()`` just before handling the next ``times`` matching requests.
+        """Call ``hook()`` just before handling the next ``times`` matching requests (see
+        :meth:`fail_requests` for the matching).
 
         For races that are hard to time from outside: another client creating the same
-        resource between our client's lookup and its create, say.
+        resource between our client's lookup and its create, say. The hook runs without the
+        emulator's lock held, so it may inject faults.
         """
-        if times < 1:
-            raise ValueError("times must be at least 1")
+        rule = _RequestRule(method, path_regex, where, times, hook)
         with self._condition:
-            self._request_hooks.append(_RequestHookRule(method, path_regex, hook, times))
+            self._request_hooks.append(rule)
 
-    def _add_drop(self, scope: str | None, position: int, times: int) -> None:
-        if times < 1:
-            raise ValueError("times must be at least 1")
+    def pending_faults(self) -> int:
+        """How many shots of the injected faults have not fired yet (hooks excluded), so a
+        test can check that the fault it set up was met."""
         with self._condition:
-            self._drop_faults.append(_StreamFaultRule(scope, position, times, 0.0))
+            return self._pending_faults()
 
-    def _add_stall(self, scope: str | None, position: int, seconds: float) -> None:
+    def _pending_faults(self) -> int:
+        """Called under the lock; emulators with faults of their own add them."""
+        rules: list[_RequestRule[Any] | _StreamFaultRule] = [*self._request_faults, *self._resets]
+        for kind_rules in self._stream_faults.values():
+            rules.extend(kind_rules)
+        return sum(rule.remaining for rule in rules)
+
+    def _add_stream_fault(
+        self, kind: str, scope: str | None, position: int, times: int, seconds: float = 0.0
+    ) -> None:
+        rule = _StreamFaultRule(scope, position, times, seconds)
         with self._condition:
-            self._stall_faults.append(_StreamFaultRule(scope, position, 1, seconds))
+            self._stream_faults[kind].append(rule)
 
     def _set_duplicate_events(self, enabled: bool) -> None:
         with self._condition:
             self._duplicate_events = enabled
 
-    def _take_stream_faults(self, scope: str, position: int) -> _StreamFaults:
+    def _take_stream_fault(self, scope: str, position: int) -> _StreamFault:
         with self._condition:
-            stall = _take(self._stall_faults, scope, position)
-            drop = stall is None and _take(self._drop_faults, scope, position) is not None
-            return _StreamFaults(
-                None if stall is None else stall.seconds, drop, self._duplicate_events
-            )
+            for kind in _STREAM_FAULT_KINDS:
+                rule = _take(self._stream_faults[kind], scope, position)
+                if rule is not None:
+                    return _StreamFault(kind, rule.seconds, self._duplicate_events)
+            return _StreamFault(None, 0.0, self._duplicate_events)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -733,14 +829,19 @@ class LoopbackEmulator:
         with self._condition:
             self._requests.append(request)
             self._condition.notify_all()
-            rule = _take(self._request_faults, request.method, request.path)
-            hook = _take(self._request_hooks, request.method, request.path)
+            reset = _take(self._resets, request)
+            acting = reset is None or reset.action
+            rule = _take(self._request_faults, request) if acting else None
+            hook = _take(self._request_hooks, request) if acting else None
+        if not acting:
+            _reset(handler)
+            return
         if hook is not None:
-            hook.hook()
-        exchange = Exchange(self, handler, request)
+            hook.action()
+        exchange = Exchange(self, handler, request, swallowed=reset is not None)
         try:
             if rule is not None:
-                self._answer_fault(exchange, rule.fault)
+                self._answer_fault(exchange, rule.action)
             else:
                 self._handle(exchange)
         except OSError:
@@ -751,6 +852,8 @@ class LoopbackEmulator:
                 exchange.stream.abort("emulator_error")
             elif not exchange.responded:
                 self._answer_fault(exchange, RequestFault(500, message=f"emulator bug: {error!r}"))
+        if exchange.swallowed:
+            _reset(handler)
 
     def _register_stream(self, scope: str) -> _StreamRecord:
         record = _StreamRecord(scope)

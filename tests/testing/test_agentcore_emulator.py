@@ -25,6 +25,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError, EventStreamError
 from botocore.parsers import create_parser
 
+from req_managed_agents.errors import EventStreamError as FramingError
 from req_managed_agents.eventstream import EventStreamDecoder, EventStreamMessage
 from req_managed_agents.testing import (
     AgentCoreEmulator,
@@ -567,6 +568,166 @@ def test_request_faults_answer_in_the_aws_error_format(emulator: AgentCoreEmulat
     assert "reason" in error
     assert emulator.invocations == []
     assert text_of(frames(client.invoke(arn, [user("x")], new_session_id()))) == "Checking both."
+
+
+def read_frames(response: requests.Response) -> tuple[list[tuple[str, Any]], Exception | None]:
+    """The frames up to where the body or its framing broke, and what broke it."""
+    decoder = EventStreamDecoder()
+    messages: list[EventStreamMessage] = []
+    try:
+        for chunk in response.iter_content(chunk_size=None):
+            messages.extend(decoder.feed(chunk))
+    except (requests.RequestException, FramingError) as error:
+        failure: Exception | None = error
+    else:
+        failure = None
+    return [(m.headers[":event-type"], json.loads(m.payload)) for m in messages], failure
+
+
+def invoke_stream(
+    client: Client, arn: str, messages: list[dict[str, Any]], session_id: str
+) -> requests.Response:
+    url = f"{client.emulator.data_url}/harnesses/invoke?harnessArn={quote(arn, safe='')}"
+    body = {"messages": messages}
+    return client.request("POST", url, body, headers={SESSION_HEADER: session_id}, stream=True)
+
+
+def as_turn(events: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    return [{kind: payload} for kind, payload in events]
+
+
+@pytest.mark.parametrize("abrupt", [False, True])
+def test_a_truncation_after_commit_loses_only_the_metadata(
+    emulator: AgentCoreEmulator, abrupt: bool
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.truncate_after_commit(abrupt=abrupt)
+    assert emulator.pending_faults() == 1
+    received, failure = read_frames(invoke_stream(client, arn, [user("x")], session_id))
+    assert [k for k, _ in received][-2:] == ["contentBlockStop", "messageStop"]
+    assert isinstance(failure, requests.exceptions.ChunkedEncodingError) == abrupt
+    assert failure is None or abrupt
+    assert emulator.stream_connections(session_id)[-1].end == "truncated"
+    assert emulator.turn_frames(arn, session_id) == [as_turn(received)]
+    assert emulator.pending_faults() == 0
+    uses = tool_uses(received)  # committed: the results play the next turn
+    events = frames(client.invoke(arn, [echo(uses), results(uses, ["a", "b"])], session_id))
+    assert text_of(events) == "a / b"
+    assert emulator.turn_frames(arn, session_id)[1] == as_turn(events)
+
+
+def test_a_retry_after_the_commit_meets_the_next_turn(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.truncate_after_commit(abrupt=True)
+    read_frames(invoke_stream(client, arn, [user("x")], session_id))
+    again = frames(client.invoke(arn, [user("x")], session_id))
+    assert text_of(again) == "x"  # the second turn, fed the repeated prompt
+
+
+@pytest.mark.parametrize("after_frames", [0, 2, 15])
+def test_a_corrupt_frame_before_message_stop_leaves_the_turn_unplayed(
+    emulator: AgentCoreEmulator, after_frames: int
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.corrupt_frame(after_frames)
+    received, failure = read_frames(invoke_stream(client, arn, [user("x")], session_id))
+    assert len(received) == after_frames
+    assert isinstance(failure, FramingError)
+    assert "CRC" in str(failure)
+    assert emulator.turn_frames(arn, session_id) == []
+    retried = frames(client.invoke(arn, [user("x")], session_id))
+    assert text_of(retried) == "Checking both."
+    assert retried[-2][1] == {"stopReason": "tool_use"}
+
+
+@pytest.mark.parametrize("after_frames", [16, 17, 30])
+def test_a_corrupt_frame_after_message_stop_finds_the_turn_committed(
+    emulator: AgentCoreEmulator, after_frames: int
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.corrupt_frame(after_frames)
+    received, failure = read_frames(invoke_stream(client, arn, [user("x")], session_id))
+    assert len(received) == min(after_frames, 17)  # 17 frames: messageStop is number 16
+    assert isinstance(failure, FramingError)
+    assert emulator.turn_frames(arn, session_id) == [as_turn(received)]
+    uses = tool_uses(received)
+    events = frames(client.invoke(arn, [echo(uses), results(uses, ["a", "b"])], session_id))
+    assert text_of(events) == "a / b"
+
+
+def test_any_fault_after_message_stop_finds_the_turn_committed(
+    emulator: AgentCoreEmulator,
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.exception_frame(after_frames=17)  # all 17 frames of the first turn, then this
+    emulator.stall_stream(after_frames=6, seconds=0.1)  # the second turn's 7 frames but one
+    first = frames(client.invoke(arn, [user("x")], session_id))
+    assert [k for k, _ in first][-3:] == [
+        "messageStop",
+        "metadata",
+        "exception:internalServerException",
+    ]
+    uses = tool_uses(first)
+    stalled, failure = read_frames(
+        invoke_stream(client, arn, [echo(uses), results(uses, ["a", "b"])], session_id)
+    )
+    assert isinstance(failure, requests.exceptions.ChunkedEncodingError)
+    assert [k for k, _ in stalled][-1] == "messageStop"
+    assert text_of(stalled) == "a / b"
+    assert len(emulator.turn_frames(arn, session_id)) == 2
+    assert text_of(frames(client.invoke(arn, [user("y")], session_id))) == "Bye."
+
+
+@pytest.mark.parametrize("after_acting", [False, True])
+def test_a_reset_invocation_plays_nothing(emulator: AgentCoreEmulator, after_acting: bool) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    emulator.reset_requests("POST", "/harnesses/invoke", after_acting=after_acting)
+    with pytest.raises(requests.ConnectionError):
+        client.invoke(arn, [user("x")], session_id)
+    assert len(emulator.requests) == 1
+    assert len(emulator.invocations) == int(after_acting)  # handled only after acting
+    ends = [c.end for c in emulator.stream_connections(session_id)]
+    assert ends == (["reset"] if after_acting else [])
+    assert emulator.turn_frames(arn, session_id) == []
+    assert text_of(frames(client.invoke(arn, [user("x")], session_id))) == "Checking both."
+
+
+def test_a_control_plane_reset_after_acting_still_creates_the_harness(
+    emulator: AgentCoreEmulator,
+) -> None:
+    client = Client(emulator)
+    emulator.reset_requests("POST", "/harnesses", after_acting=True)
+    with pytest.raises(requests.ConnectionError):
+        create(client, "made_anyway")
+    assert [h["harnessName"] for h in emulator.harnesses()] == ["made_anyway"]
+
+
+def test_frame_faults_count_as_pending_until_an_invocation_meets_them(
+    emulator: AgentCoreEmulator,
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    emulator.corrupt_frame(1, times=2)
+    emulator.fail_requests("POST", "/harnesses/invoke", 503, where=lambda r: "y" in str(r.body))
+    assert emulator.pending_faults() == 3
+    read_frames(invoke_stream(client, arn, [user("x")], new_session_id()))
+    assert emulator.pending_faults() == 2
+    aws_error(client.invoke(arn, [user("y")], new_session_id()), 503, "ServiceUnavailableException")
+    assert emulator.pending_faults() == 1
+    with pytest.raises(ValueError, match="times"):
+        emulator.corrupt_frame(1, times=0)
 
 
 # --- InvokeAgentRuntimeCommand ------------------------------------------------------------------

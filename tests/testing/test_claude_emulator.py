@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -643,6 +644,139 @@ def test_fail_requests_answers_errors_with_retry_after(harness: Any) -> None:
     response = requests.get(stream_url, headers=api_headers(emulator), timeout=5)
     assert error_of(response, 503)["type"] == "api_error"
     ok(api.get(f"/v1/sessions/{session_id}/events"))  # the whole path must match
+
+
+def test_a_corrupted_event_is_not_json_and_the_stream_carries_on(
+    harness: Any, streams: Any
+) -> None:
+    emulator, api = harness(["hello"])
+    session_id, other = api.new_session(), api.new_session()
+    emulator.corrupt_stream(at_event=3, session_id=session_id)
+    stream, untouched = streams(emulator, session_id), streams(emulator, other)
+    ok(api.send(session_id, user_message("go")))
+    ok(api.send(other, user_message("go")))
+    assert stream.read_until(lambda: any(f.event == "session.status_idle" for f in stream.frames))
+    history = emulator.events(session_id)
+    assert history[3]["type"] == "agent.message"  # the event stays in the history
+    frames = [f for f in stream.frames if f.event != "ping"]
+    assert [f.event for f in frames] == [e["type"] for e in history]
+    with pytest.raises(json.JSONDecodeError):
+        frames[3].json()
+    assert history[3]["id"] in frames[3].data  # the first half of the event's JSON
+    assert [f.json() for i, f in enumerate(frames) if i != 3] == history[:3] + history[4:]
+    assert emulator.stream_connections(session_id)[0].events_sent == len(history)
+    untouched.read_until_count("session.status_idle")  # another session's stream is intact
+    assert untouched.events == emulator.events(other)
+    assert emulator.pending_faults() == 0
+
+
+def test_one_event_is_duplicated_on_the_next_streams_that_send_it(
+    harness: Any, streams: Any
+) -> None:
+    emulator, api = harness(["one", "two"])
+    first, second = api.new_session(), api.new_session()
+    emulator.duplicate_stream(at_event=2, times=2)
+    for session_id in (first, second):
+        stream = streams(emulator, session_id)
+        ok(api.send(session_id, user_message("go")))
+        stream.read_until_count("session.status_idle")
+        ids = [e["id"] for e in emulator.events(session_id)]
+        assert [e["id"] for e in stream.events] == ids[:3] + ids[2:]
+        assert emulator.stream_connections(session_id)[0].events_sent == len(ids) + 1
+    assert emulator.pending_faults() == 0
+
+
+def test_stream_faults_apply_one_per_event_and_are_counted_until_met(
+    harness: Any, streams: Any
+) -> None:
+    emulator, api = harness(["hello"])
+    session_id = api.new_session()
+    emulator.duplicate_stream(at_event=1, session_id=session_id)
+    emulator.corrupt_stream(at_event=1, session_id=session_id)
+    emulator.drop_stream(at_event=1, session_id="sesn_other")
+    assert emulator.pending_faults() == 3
+    stream = streams(emulator, session_id)
+    ok(api.send(session_id, user_message("go")))
+    assert stream.read_until(lambda: any(f.event == "session.status_idle" for f in stream.frames))
+    events = [f for f in stream.frames if f.event != "ping"]
+    assert len(events) == len(emulator.events(session_id))  # corrupted, not also duplicated
+    with pytest.raises(json.JSONDecodeError):
+        events[1].json()
+    assert emulator.pending_faults() == 2  # the duplicate and the other session's drop remain
+    with pytest.raises(ValueError, match="times"):
+        emulator.corrupt_stream(at_event=1, times=0)
+
+
+def test_a_reset_before_acting_leaves_no_trace_but_the_request(harness: Any) -> None:
+    emulator, api = harness()
+    emulator.reset_requests("POST", "/v1/agents", after_acting=False, times=2)
+    for _ in range(2):
+        with pytest.raises(requests.ConnectionError):
+            api.post("/v1/agents", {"name": "a", "model": "m"})
+    assert ok(api.get("/v1/agents"))["data"] == []
+    assert [r.method for r in emulator.requests] == ["POST", "POST", "GET"]
+    created = ok(api.post("/v1/agents", {"name": "a", "model": "m"}))  # used up
+    assert [a["id"] for a in ok(api.get("/v1/agents"))["data"]] == [created["id"]]
+
+
+def test_a_reset_after_acting_swallows_the_answer_of_a_request_that_landed(
+    harness: Any, streams: Any
+) -> None:
+    emulator, api = harness(["hello"])
+    emulator.reset_requests("POST", "/v1/agents", after_acting=True)
+    with pytest.raises(requests.ConnectionError):
+        api.post("/v1/agents", {"name": "a", "model": "m"})
+    assert [a["name"] for a in ok(api.get("/v1/agents"))["data"]] == ["a"]
+
+    session_id = api.new_session()
+    stream = streams(emulator, session_id)
+    emulator.reset_requests(
+        "POST", r"/v1/sessions/[^/]+/events", after_acting=True, where=_posts("user.message")
+    )
+    with pytest.raises(requests.ConnectionError):
+        api.send(session_id, user_message("go"))
+    stream.read_until_count("session.status_idle")  # the message landed and played
+    assert stream.events == emulator.events(session_id)
+    assert emulator.pending_faults() == 0
+
+
+def test_a_stream_reset_after_acting_was_attached_but_sends_nothing(harness: Any) -> None:
+    emulator, api = harness()
+    session_id = api.new_session()
+    emulator.reset_requests("GET", r"/v1/sessions/[^/]+/events/stream", after_acting=True)
+    url = f"{emulator.base_url}/v1/sessions/{session_id}/events/stream"
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url, headers=api_headers(emulator), stream=True, timeout=3)
+    assert emulator.wait_until(lambda: emulator.open_stream_count(session_id) == 0, timeout=1)
+    (connection,) = emulator.stream_connections(session_id)
+    assert (connection.end, connection.events_sent) == ("reset", 0)
+
+
+def _posts(kind: str) -> Callable[[RecordedRequest], bool]:
+    """A ``where=`` filter: posted events whose first one is of type ``kind``."""
+    return lambda request: request.body["events"][0]["type"] == kind
+
+
+def test_request_rules_can_tell_requests_apart_by_their_body(harness: Any) -> None:
+    emulator, api = harness([Turn(tool_calls=[call("add", a=1)]), "done"])
+    session_id = api.new_session()
+    path = r"/v1/sessions/[^/]+/events"
+    emulator.fail_requests("POST", path, 429, where=_posts("user.custom_tool_result"))
+    hooked: list[str] = []
+    emulator.before_requests(
+        "POST", path, lambda: hooked.append("results"), where=_posts("user.custom_tool_result")
+    )
+    ok(api.send(session_id, user_message("go")))  # not the events the rules are for
+    assert emulator.wait_until(
+        lambda: emulator.events(session_id)[-1]["type"] == "session.status_idle"
+    )
+    assert emulator.pending_faults() == 1
+    assert hooked == []
+    (use,) = [e for e in emulator.events(session_id) if e["type"] == "agent.custom_tool_use"]
+    assert error_of(api.send(session_id, tool_result(use["id"], "3")), 429)
+    assert hooked == ["results"]
+    assert emulator.pending_faults() == 0
+    ok(api.send(session_id, tool_result(use["id"], "3")))
 
 
 def test_requests_are_recorded(harness: Any) -> None:

@@ -35,6 +35,7 @@ from req_managed_agents._redact import get_logger
 from req_managed_agents._retry import RetryPolicy
 from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult, Usage
 from req_managed_agents.errors import (
+    APIError,
     IdleTimeoutError,
     ManagedAgentsError,
     ProviderStreamError,
@@ -190,7 +191,7 @@ class AgentCoreConversation:
                     return fold.result(events)
                 if attempt >= self._retries or not _retryable(exc):
                     raise
-                if isinstance(exc, RateLimitError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:
+                if isinstance(exc, APIError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:
                     raise  # a wait this long belongs to the caller, not to a hidden sleep
                 delay = _backoff(attempt, exc)
                 _log.info("retrying InvokeHarness in %.2f s after: %s", delay, exc)
@@ -209,7 +210,7 @@ def _retryable(error: ManagedAgentsError) -> bool:
 
 
 def _backoff(attempt: int, error: ManagedAgentsError) -> float:
-    if isinstance(error, RateLimitError) and error.retry_after is not None:
-        return error.retry_after
+    if isinstance(error, APIError) and error.retry_after is not None:
+        return float(error.retry_after)  # the server said when: that, not our guess
     delay = min(RETRY_BACKOFF_CAP, RETRY_BACKOFF_BASE * 2.0**attempt)
     return delay * (1 - 0.25 * random.random())

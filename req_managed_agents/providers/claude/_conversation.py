@@ -22,6 +22,7 @@ from req_managed_agents._redact import get_logger
 from req_managed_agents._retry import RetryPolicy
 from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
 from req_managed_agents.errors import (
+    APIError,
     ManagedAgentsError,
     NotFoundError,
     RateLimitError,
@@ -293,7 +294,7 @@ class ClaudeConversation:
             failure: ManagedAgentsError = exc
         for attempt in range(RESULT_RESEND_ATTEMPTS):
             delay = RESULT_RESEND_BACKOFF * 2.0**attempt * (1 - 0.25 * random.random())
-            if isinstance(failure, RateLimitError):
+            if isinstance(failure, APIError):
                 retry_after = failure.retry_after or 0.0
                 if retry_after > RESEND_MAX_RETRY_AFTER or failure.error_type in _NEVER_RETRY:
                     raise failure

@@ -205,7 +205,7 @@ class EventFeed:
                     self._fail(exc)
                     return
                 reason = exc
-                if isinstance(exc, RateLimitError):
+                if isinstance(exc, APIError):
                     retry_after = exc.retry_after
             except _SessionEnded:
                 telemetry.emit("stream.done", {}, self._metadata)
@@ -272,7 +272,11 @@ class EventFeed:
                     except _Unparseable as bad:
                         # The history has the event this frame carried: fetch it now, or a
                         # turn could wait forever for its end or miss a tool call.
-                        _log.warning("catching up after an unreadable %r frame: %s", sse.event, bad)
+                        # The message, not the exception: a log handler that keeps records
+                        # would keep its traceback, and the stream's connection with it.
+                        _log.warning(
+                            "catching up after an unreadable %r frame: %s", sse.event, str(bad)
+                        )
                         for missed in self._history():
                             self._deliver(missed)
                         continue

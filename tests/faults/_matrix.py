@@ -1,0 +1,328 @@
+"""What both fault matrices share: the tools, the scenario type and the checks.
+
+A scenario injects one fault into a fresh emulator, runs the two-tool, three-turn script to
+completion over real sockets and is held to what a user relies on: the run ends as the
+undisturbed run did (or, where recovering is not safe, with the named error), every tool
+call ran exactly once, ``handle_event`` saw what the service sent, and nothing - no thread,
+no socket, no open stream - is left behind. Every problem found is reported, not only the
+first, so a failing scenario reads as a diagnosis.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, TypeVar, Union
+
+from req_managed_agents import SessionInfo, SessionResult, ToolContext, Tools, Usage
+from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, RecordedRequest
+
+PROMPT = "Compute."
+# The driver's idle timeout, and a stall twice as long: the stall outlasts it.
+IDLE_TIMEOUT = 0.3
+STALL_SECONDS = 2 * IDLE_TIMEOUT
+# Short enough to keep the suite fast, long enough that ignoring it shows in the timings.
+RETRY_AFTER = 0.05
+# Retries the providers are built with (HTTP max_retries; AgentCore invoke_retries): a burst
+# of failures longer than this exhausts them.
+RETRIES = 2
+STATUSES = (429, 503, 529)
+BURSTS = (1, 3)
+# A recovering run takes well under a second; one that hangs is stopped here.
+RUN_TIMEOUT = 4.0
+# How long threads, sockets and streams may take to wind down after a run.
+GRACE = 2.0
+
+Emulator = Union[ClaudeEmulator, AgentCoreEmulator]
+_E = TypeVar("_E", ClaudeEmulator, AgentCoreEmulator)
+# Sets a scenario's fault up; returns, for faults injected later by a hook, whether the hook
+# ran (a fault whose moment never came was not tested).
+Inject = Callable[[Any], Optional[Callable[[], bool]]]
+
+
+class MatrixTools(Tools):
+    """``add`` and ``mul``, counting executions per tool use id; records every event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.events: list[Mapping[str, Any]] = []
+        self._lock = threading.Lock()
+
+        @self.tool
+        def add(a: int, b: int, context: ToolContext) -> int:
+            """Add two integers."""
+            self._count(context)
+            return a + b
+
+        @self.tool
+        def mul(a: int, b: int, context: ToolContext) -> int:
+            """Multiply two integers."""
+            self._count(context)
+            return a * b
+
+    def _count(self, context: ToolContext) -> None:
+        with self._lock:
+            self.calls[context.tool_use_id] += 1
+
+    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
+        with self._lock:
+            self.events.append(event)
+
+
+@dataclass(frozen=True)
+class RequestKind:
+    """The requests of one kind in a run: a method, a whole-path regex, a body filter."""
+
+    method: str
+    path: str
+    where: Callable[[RecordedRequest], bool] | None = None
+
+    def of(self, requests: Sequence[RecordedRequest]) -> list[RecordedRequest]:
+        pattern = re.compile(self.path)
+        return [
+            r
+            for r in requests
+            if r.method == self.method
+            and pattern.fullmatch(r.path)
+            and (self.where is None or self.where(r))
+        ]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One fault and what the run must do about it.
+
+    ``error``: the library must give up with this error (recovering would be unsafe or the
+    retry budget is spent); None: it must recover. ``kind``, ``burst`` and ``retry_after``
+    describe a request fault, so the waits between its retries can be checked.
+    ``usage_lost``: the 0-based turn whose ``metadata`` (its usage) never reached the client.
+    """
+
+    id: str
+    inject: Inject
+    error: type[ManagedAgentsError] | None = None
+    kind: RequestKind | None = None
+    burst: int = 0
+    retry_after: float | None = None
+    usage_lost: int | None = None
+
+
+def request_scenarios(
+    kinds: Mapping[str, RequestKind],
+    expect: Callable[[str, int, int, bool], type[ManagedAgentsError] | None],
+) -> list[Scenario]:
+    """Error bursts (each status, 1 and 3 in a row, with and without ``retry-after``) and
+    resets (before and after acting) on every request kind. ``expect(kind, status, burst,
+    with_retry_after)`` names the error the library must give up with, or None."""
+    scenarios = []
+    for name, kind in kinds.items():
+        for status in STATUSES:
+            for burst in BURSTS:
+                for retry_after in (None, RETRY_AFTER):
+                    error = expect(name, status, burst, retry_after is not None)
+                    suffix = "ra" if retry_after else "bare"
+                    verdict = f"-gives-up-{error.__name__}" if error else ""
+                    scenarios.append(
+                        Scenario(
+                            f"{name}-{status}x{burst}-{suffix}{verdict}",
+                            _failing(kind, status, burst, retry_after),
+                            error=error,
+                            kind=kind,
+                            burst=burst,
+                            retry_after=retry_after,
+                        )
+                    )
+        for after_acting in (False, True):
+            moment = "after" if after_acting else "before"
+            scenarios.append(
+                Scenario(f"{name}-reset-{moment}-acting", _resetting(kind, after_acting), kind=kind)
+            )
+    return scenarios
+
+
+def _failing(kind: RequestKind, status: int, burst: int, retry_after: float | None) -> Inject:
+    def inject(emulator: Emulator) -> None:
+        emulator.fail_requests(
+            kind.method,
+            kind.path,
+            status,
+            times=burst,
+            retry_after=retry_after,
+            where=kind.where,
+        )
+
+    return inject
+
+
+def _resetting(kind: RequestKind, after_acting: bool) -> Inject:
+    def inject(emulator: Emulator) -> None:
+        emulator.reset_requests(kind.method, kind.path, after_acting=after_acting, where=kind.where)
+
+    return inject
+
+
+def shape(result: SessionResult) -> dict[str, Any]:
+    """What must not change when the transport misbehaves (ids are per attempt)."""
+    return {
+        "terminal": result.terminal,
+        "text": result.text,
+        "turns": result.turns,
+        "usage": result.usage,
+        "turn_usage": result.turn_usage,
+        "stop_reason": result.stop_reason,
+        "tool_uses": [(use.name, dict(use.input)) for use in result.tool_uses],
+        "tool_results": [(r.content, r.is_error) for r in result.tool_results],
+    }
+
+
+def without_usage(reference: dict[str, Any], turn: int) -> dict[str, Any]:
+    """The reference with one turn's usage unknown, as when its metadata never arrived."""
+    turn_usage = list(reference["turn_usage"])
+    turn_usage[turn] = Usage()
+    return {**reference, "turn_usage": tuple(turn_usage), "usage": sum(turn_usage, Usage())}
+
+
+@dataclass
+class Checks:
+    """Problems found in one scenario; all of them are reported together."""
+
+    problems: list[str] = field(default_factory=list)
+
+    def expect(self, condition: object, problem: str) -> None:
+        if not condition:
+            self.problems.append(problem)
+
+    def outcome(
+        self,
+        scenario: Scenario,
+        result: SessionResult | None,
+        error: BaseException | None,
+        reference: dict[str, Any],
+    ) -> None:
+        if scenario.error is not None:
+            self.expect(
+                isinstance(error, scenario.error),
+                f"expected {scenario.error.__name__}, got "
+                + (f"{type(error).__name__}: {error}" if error else "a result"),
+            )
+            return
+        if error is not None:
+            self.problems.append(f"did not recover: {type(error).__name__}: {error}")
+            return
+        assert result is not None
+        expected = reference
+        if scenario.usage_lost is not None:
+            expected = without_usage(reference, scenario.usage_lost)
+        actual = shape(result)
+        for key, value in expected.items():
+            self.expect(actual[key] == value, f"{key}: {actual[key]!r} != expected {value!r}")
+
+    def tools_ran_once(self, result: SessionResult | None, tools: MatrixTools) -> None:
+        repeated = {use_id: n for use_id, n in tools.calls.items() if n != 1}
+        self.expect(not repeated, f"tool calls ran more than once: {repeated}")
+        if result is not None:
+            ran = set(tools.calls)
+            reported = {use.id for use in result.tool_uses}
+            self.expect(ran == reported, f"tools ran for {ran}, the result reports {reported}")
+
+    def fault_met(self, scenario: Scenario, emulator: Emulator, shots: int, hook: Any) -> None:
+        pending = emulator.pending_faults()
+        if hook is not None:
+            self.expect(hook(), "the moment the fault was meant for never came")
+        if scenario.error is None:
+            self.expect(pending == 0, f"{pending} fault shot(s) never fired")
+        else:
+            self.expect(hook is not None or pending < shots, "the fault never fired")
+
+    def retry_after_honoured(self, scenario: Scenario, emulator: Emulator) -> None:
+        """After each answer that said ``retry-after``, the next request of its kind came no
+        sooner than it asked."""
+        if scenario.kind is None or scenario.retry_after is None:
+            return
+        sent = scenario.kind.of(emulator.requests)
+        gaps = [b.received_at - a.received_at for a, b in zip(sent, sent[1 : scenario.burst + 1])]
+        early = [f"{gap:.3f}" for gap in gaps if gap < scenario.retry_after * 0.9]
+        self.expect(
+            not early,
+            f"retried sooner than retry-after {scenario.retry_after:g} s: gaps {early} s",
+        )
+
+    def no_open_streams(self, emulator: Emulator) -> None:
+        closed = emulator.wait_until(lambda: emulator.open_stream_count() == 0, GRACE)
+        self.expect(closed, f"{emulator.open_stream_count()} stream(s) left open")
+
+    def nothing_left_behind(self, sockets_before: set[str]) -> None:
+        gc.collect()  # an exception's traceback may hold a closed response's socket object
+        threads = _wait_for(lambda: [t.name for t in _library_threads()] or None)
+        self.expect(not threads, f"library threads left behind: {threads}")
+        sockets = _wait_for(lambda: (socket_fds() - sockets_before) or None)
+        self.expect(not sockets, f"{len(sockets or ())} socket(s) left open")
+
+    def verdict(self) -> None:
+        assert not self.problems, "\n".join(self.problems)
+
+
+def _library_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("rma-") and t.is_alive()]
+
+
+def _wait_for(leftover: Callable[[], Any]) -> Any:
+    """``leftover()`` until it is None or the grace period ends; its last value."""
+    deadline = time.monotonic() + GRACE
+    while True:
+        found = leftover()
+        if found is None or time.monotonic() > deadline:
+            return found
+        time.sleep(0.02)
+
+
+def socket_fds() -> set[str]:
+    """This process's open sockets, as ``fd:socket:[inode]``."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile, or the directory's own fd
+            continue
+        if target.startswith("socket:"):
+            found.add(f"{fd}:{target}")
+    return found
+
+
+def run_checked(
+    scenario: Scenario,
+    reference: dict[str, Any],
+    start: Callable[[], _E],
+    run: Callable[[_E, MatrixTools], SessionResult],
+    check_events: Callable[[Checks, _E, MatrixTools, SessionResult | None], None],
+) -> None:
+    """Run one scenario on a fresh emulator and report every problem found."""
+    sockets_before = socket_fds()
+    checks = Checks()
+    tools = MatrixTools()
+    result: SessionResult | None = None
+    error: BaseException | None = None
+    with start() as emulator:
+        hook = scenario.inject(emulator)
+        shots = emulator.pending_faults()
+        try:
+            result = run(emulator, tools)
+        except ManagedAgentsError as raised:
+            error = raised
+        checks.outcome(scenario, result, error, reference)
+        del error  # its traceback may reach a socket: let it go before counting them
+        checks.tools_ran_once(result, tools)
+        check_events(checks, emulator, tools, result)
+        checks.fault_met(scenario, emulator, shots, hook)
+        checks.retry_after_honoured(scenario, emulator)
+        checks.no_open_streams(emulator)
+    checks.nothing_left_behind(sockets_before)
+    checks.verdict()
