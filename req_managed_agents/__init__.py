@@ -13,11 +13,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents._handler import EventHandler, Handler, ToolContext
+from req_managed_agents._handler import ConfirmationHandler, EventHandler, Handler, ToolContext
+from req_managed_agents._stream import (
+    ConfirmationAnswered,
+    MessageDone,
+    StreamItem,
+    TextDelta,
+    TextReset,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
 from req_managed_agents._tools import Tool, Tools
 from req_managed_agents._version import __version__
 from req_managed_agents._vocabulary import (
+    Allow,
     Artifact,
+    Decision,
+    Deny,
+    Outcome,
     SessionInfo,
     SessionResult,
     Terminal,
@@ -64,7 +78,7 @@ from req_managed_agents.errors import (
 )
 
 if TYPE_CHECKING:
-    from req_managed_agents._session import Session, TurnGuard, run_to_completion
+    from req_managed_agents._session import ConfirmPolicy, Session, TurnGuard, run_to_completion
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
     from req_managed_agents.provisioner import (
         AgentSpec,
@@ -89,6 +103,7 @@ _LAZY: dict[str, str] = {
     "BedrockAgentCore": "req_managed_agents.providers",
     "ClaudeManagedAgents": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
+    "ConfirmPolicy": "req_managed_agents._session",
     "Session": "req_managed_agents._session",
     "TurnGuard": "req_managed_agents._session",
     "run_to_completion": "req_managed_agents._session",
@@ -97,6 +112,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "APIError",
     "AgentSpec",
+    "Allow",
     "Artifact",
     "ArtifactError",
     "ArtifactNotFoundError",
@@ -107,7 +123,12 @@ __all__ = [
     "CommandFailedError",
     "CommandResult",
     "ConfigurationError",
+    "ConfirmPolicy",
+    "ConfirmationAnswered",
+    "ConfirmationHandler",
     "ConflictError",
+    "Decision",
+    "Deny",
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
     "EnvironmentSpec",
@@ -125,8 +146,10 @@ __all__ = [
     "InvalidArtifactNameError",
     "ManagedAgentsError",
     "MemoryStore",
+    "MessageDone",
     "MissingDependencyError",
     "NotFoundError",
+    "Outcome",
     "PartialPruneError",
     "ProviderStreamError",
     "ProvisioningError",
@@ -138,14 +161,20 @@ __all__ = [
     "SessionResult",
     "SessionTimeoutError",
     "StreamError",
+    "StreamItem",
     "StreamReconnectError",
     "Terminal",
+    "TextDelta",
+    "TextReset",
     "Tool",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolContext",
     "ToolResult",
     "ToolUse",
     "Tools",
     "TransportError",
+    "TurnEnded",
     "TurnGuard",
     "TurnResult",
     "UnknownTagError",

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from req_managed_agents._version import __version__
 from req_managed_agents.errors import ManagedAgentsError
 
+# What shells report for a command stopped by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rma`` argument parser; subcommands register here."""
@@ -40,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return _run_command(args)
+    except KeyboardInterrupt:
+        # The session has already stopped the run (remote turn included) on its way out.
+        print("rma: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (ManagedAgentsError, ValueError) as exc:
         print(f"rma: {exc}", file=sys.stderr)
         return 1

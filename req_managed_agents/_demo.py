@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 from typing import Any, TextIO
 
+from req_managed_agents._stream import MessageDone, TextDelta, ToolCallFinished, ToolCallStarted
 from req_managed_agents._tools import Tools
-from req_managed_agents._vocabulary import SessionInfo, SessionResult
+from req_managed_agents._vocabulary import SessionResult
 
 __all__ = ["add_arguments", "run_demo"]
 
@@ -23,33 +23,9 @@ DEMO_PROMPT = "What is the weather in Paris and in Tokyo?"
 _FORECASTS = {"paris": "18 C and sunny", "tokyo": "24 C with light rain"}
 
 
-class DemoTools(Tools):
-    """The demo's one local tool, plus live printing of what the agent says."""
-
-    def __init__(self, out: TextIO) -> None:
-        super().__init__([get_weather])
-        self._out = out
-        self._speaking = False
-
-    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
-        if event.get("type") == "agent.message":  # Claude: one event per message
-            for block in event.get("content") or ():
-                if isinstance(block, Mapping) and block.get("type") == "text":
-                    self._say(f"agent> {block.get('text', '')}\n")
-            return
-        delta = event.get("contentBlockDelta")  # AgentCore: text streams in pieces
-        if isinstance(delta, Mapping) and isinstance(delta.get("delta"), Mapping):
-            text = delta["delta"].get("text")
-            if isinstance(text, str):
-                self._say(text if self._speaking else f"agent> {text}")
-                self._speaking = True
-        elif "messageStop" in event and self._speaking:
-            self._say("\n")
-            self._speaking = False
-
-    def _say(self, text: str) -> None:
-        self._out.write(text)
-        self._out.flush()
+def demo_tools() -> Tools:
+    """The demo's one local tool."""
+    return Tools([get_weather])
 
 
 def get_weather(city: str) -> str:
@@ -72,20 +48,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run the demo session and print a summary; the exit code says whether it ended well."""
+    """Run the demo session, showing it as it happens, then a summary; the exit code says
+    whether it ended well."""
     out = out if out is not None else sys.stdout
-    handler = DemoTools(out)
     if args.provider == "agentcore":
-        result = _run_agentcore(args, handler, out)
+        result = _run_agentcore(args, out)
     elif args.agent_id or args.environment_id:
         if not (args.agent_id and args.environment_id and os.environ.get("ANTHROPIC_API_KEY")):
             out.write("the real API needs ANTHROPIC_API_KEY, --agent-id and --environment-id\n")
             return 2
-        result = _run_claude(args, handler, out)
+        result = _run_claude(args, out)
     else:
-        result = _run_claude_emulator(args, handler, out)
+        result = _run_claude_emulator(args, out)
     _summarise(result, out)
     return 0 if result.terminal == "end_turn" else 1
+
+
+def _show(provider: Any, args: argparse.Namespace, out: TextIO, **connect: Any) -> SessionResult:
+    """Stream one run: the agent's text as it is written, each tool call as it runs."""
+    from req_managed_agents._session import Session
+
+    speaking = False
+    with Session(provider, handler=demo_tools(), **connect) as session:
+        for item in session.stream(args.prompt, timeout=args.timeout):
+            if isinstance(item, TextDelta):
+                _say(out, item.text if speaking else f"agent> {item.text}")
+                speaking = True
+            elif isinstance(item, MessageDone) and speaking:
+                _say(out, "\n")
+                speaking = False
+            elif isinstance(item, ToolCallStarted):
+                _say(out, f"  -> {item.tool_use.name}({dict(item.tool_use.input)})\n")
+            elif isinstance(item, ToolCallFinished):
+                _say(out, f"  <- {item.result.content!r}\n")
+            elif isinstance(item, SessionResult):
+                return item
+    raise AssertionError("a stream always ends with its SessionResult")
+
+
+def _say(out: TextIO, text: str) -> None:
+    out.write(text)
+    out.flush()
 
 
 def _script(turn: Any, call: Any) -> list[Any]:
@@ -102,24 +105,17 @@ def _script(turn: Any, call: Any) -> list[Any]:
     ]
 
 
-def _run_claude(args: argparse.Namespace, handler: Tools, out: TextIO) -> SessionResult:
-    from req_managed_agents._session import run_to_completion
+def _run_claude(args: argparse.Namespace, out: TextIO) -> SessionResult:
     from req_managed_agents.providers import ClaudeManagedAgents
 
     out.write("Running against the Claude Managed Agents API.\n")
     with ClaudeManagedAgents() as provider:
-        return run_to_completion(
-            provider,
-            args.prompt,
-            handler=handler,
-            timeout=args.timeout,
-            agent_id=args.agent_id,
-            environment_id=args.environment_id,
+        return _show(
+            provider, args, out, agent_id=args.agent_id, environment_id=args.environment_id
         )
 
 
-def _run_claude_emulator(args: argparse.Namespace, handler: Tools, out: TextIO) -> SessionResult:
-    from req_managed_agents._session import run_to_completion
+def _run_claude_emulator(args: argparse.Namespace, out: TextIO) -> SessionResult:
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
     with ClaudeEmulator(_script(Turn, call)) as emulator:
@@ -127,31 +123,16 @@ def _run_claude_emulator(args: argparse.Namespace, handler: Tools, out: TextIO) 
         agent_id = emulator.add_agent(name="weather-demo")
         environment_id = emulator.add_environment(name="demo-env")
         with emulator.provider() as provider:
-            return run_to_completion(
-                provider,
-                args.prompt,
-                handler=handler,
-                timeout=args.timeout,
-                agent_id=agent_id,
-                environment_id=environment_id,
-            )
+            return _show(provider, args, out, agent_id=agent_id, environment_id=environment_id)
 
 
-def _run_agentcore(args: argparse.Namespace, handler: Tools, out: TextIO) -> SessionResult:
-    from req_managed_agents._session import run_to_completion
+def _run_agentcore(args: argparse.Namespace, out: TextIO) -> SessionResult:
     from req_managed_agents.providers import BedrockAgentCore
 
     if args.harness_arn:
         out.write("Running against Bedrock AgentCore.\n")
         with BedrockAgentCore() as provider:
-            return run_to_completion(
-                provider,
-                args.prompt,
-                handler=handler,
-                timeout=args.timeout,
-                harness_arn=args.harness_arn,
-                tools=handler,
-            )
+            return _show(provider, args, out, harness_arn=args.harness_arn, tools=demo_tools())
     from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
 
     with AgentCoreEmulator(_script(ConverseTurn, call)) as emulator:
@@ -161,13 +142,7 @@ def _run_agentcore(args: argparse.Namespace, handler: Tools, out: TextIO) -> Ses
         )
         harness_arn = emulator.add_harness(name="weather_demo")
         with emulator.provider() as provider:
-            return run_to_completion(
-                provider,
-                args.prompt,
-                handler=handler,
-                timeout=args.timeout,
-                harness_arn=harness_arn,
-            )
+            return _show(provider, args, out, harness_arn=harness_arn)
 
 
 def _summarise(result: SessionResult, out: TextIO) -> None:

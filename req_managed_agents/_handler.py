@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
 from req_managed_agents._redact import redact
-from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse
+from req_managed_agents._vocabulary import Decision, SessionInfo, ToolResult, ToolUse
 
 __all__ = [
+    "ConfirmationHandler",
     "EventHandler",
     "Handler",
     "ToolContext",
@@ -63,6 +64,19 @@ class EventHandler(Protocol):
     """The optional live-event hook a :class:`Handler` may also implement."""
 
     def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None: ...
+
+
+@runtime_checkable
+class ConfirmationHandler(Protocol):
+    """The optional permission hook a :class:`Handler` may also implement.
+
+    Called when a provider-run tool (a built-in or MCP tool under an ``always_ask`` policy)
+    waits for permission; return :class:`~req_managed_agents.Allow` or
+    :class:`~req_managed_agents.Deny` (with a message for the agent). A hook that raises
+    or returns anything else denies the call.
+    """
+
+    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision: ...
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -1,11 +1,12 @@
 """The drivers: :class:`Session` and :func:`run_to_completion`.
 
 A run sends a prompt, then loops: whenever a turn ends in ``requires_action`` the local tools
-run concurrently and their results go back, until the agent ends its turn, the provider stops,
-or a guard halts the run. The loop runs on a background thread so that ``run(timeout=...)``
-can stop waiting, tear the in-flight stream down and return on time, whatever the network or
-a tool is doing. Each tool call id is executed at most once per session: a provider asking
-again (after a reconnect, a resume or a lost response) gets the recorded result.
+run concurrently and their results go back (with the answers to any provider tools asking
+permission), until the agent ends its turn, the provider stops, or a guard halts the run.
+The loop runs on a background thread so that ``run(timeout=...)`` can stop waiting, tear the
+in-flight stream down and return on time, whatever the network or a tool is doing. Each tool
+call id is executed at most once per session: a provider asking again (after a reconnect, a
+resume or a lost response) gets the recorded result.
 
 ``run_to_completion`` is to ``Session`` what ``requests.get`` is to ``requests.Session``: open
 one, run once, close it.
@@ -13,22 +14,40 @@ one, run once, close it.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from req_managed_agents import telemetry
-from req_managed_agents._handler import EventHandler, Handler, describe_exception
+from req_managed_agents._handler import (
+    ConfirmationHandler,
+    EventHandler,
+    Handler,
+    ToolContext,
+    describe_exception,
+)
 from req_managed_agents._redact import get_logger
+from req_managed_agents._run import DONE, Run
+from req_managed_agents._stream import (
+    ConfirmationAnswered,
+    StreamItem,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
 from req_managed_agents._tool_runner import ToolRunCancelled, run_tools
+from req_managed_agents._tools import Tools
 from req_managed_agents._vocabulary import (
+    Allow,
+    Decision,
+    Deny,
+    Outcome,
     SessionInfo,
     SessionResult,
-    Terminal,
     ToolResult,
     ToolUse,
     TurnResult,
@@ -42,55 +61,36 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers._base import Aborted, Conversation, Provider
 
-__all__ = ["DEFAULT_PROMPT", "Session", "TurnGuard", "run_to_completion"]
+__all__ = [
+    "DEFAULT_PROMPT",
+    "REPROMPT",
+    "ConfirmPolicy",
+    "Session",
+    "TurnGuard",
+    "run_to_completion",
+]
 
 DEFAULT_PROMPT = "Begin."
+# Sent when a run with a terminal tool ends its turn without having called it.
+REPROMPT = (
+    "You ended your turn without calling the `{tool}` tool. Call `{tool}` now with your "
+    "final answer; the task is finished only when you do."
+)
+DEFAULT_MAX_REPROMPTS = 2
 # After a timeout or close, how long to wait for the worker to notice the torn-down I/O.
 _WORKER_JOIN_TIMEOUT = 1.0
 
 TurnGuard = Callable[[Usage, int, str], "str | None"]
 """``turn_guard(usage_so_far, turns, session_id)``: return a reason string to halt the run."""
 
+ConfirmPolicy = Literal["raise", "allow", "deny"]
+"""What to do with a provider tool asking permission when the handler has no
+``handle_confirmation``: raise :class:`UnresolvedRequiresActionError`, allow it, or deny it."""
+
+_CONFIRM_POLICIES = ("raise", "allow", "deny")
+_DENIED_BY_POLICY = "denied by the session's confirm='deny' policy"
+
 _log = get_logger(__name__)
-
-
-@dataclass
-class _Run:
-    """What one run (one prompt and the turns it causes) has gathered so far."""
-
-    # Events of finished turns (each turn's authoritative record), and those delivered live
-    # since the last turn ended; a cancelled run reports both.
-    events: list[Mapping[str, Any]] = field(default_factory=list)
-    live: list[Mapping[str, Any]] = field(default_factory=list)
-    turn_usage: list[Usage] = field(default_factory=list)
-    tool_uses: list[ToolUse] = field(default_factory=list)
-    tool_results: list[ToolResult] = field(default_factory=list)
-    last_turn: TurnResult | None = None
-    session_id: str | None = None
-
-    @property
-    def usage(self) -> Usage:
-        return sum(self.turn_usage, Usage())
-
-    def take_events(self, turn: TurnResult) -> None:
-        """A finished turn's events replace what was seen live (which may include events of
-        an attempt the provider then retried)."""
-        self.events.extend(turn.events)
-        self.live.clear()
-
-    def result(self, terminal: Terminal, stop_reason: Any) -> SessionResult:
-        return SessionResult(
-            terminal=terminal,
-            text=self.last_turn.text if self.last_turn is not None else "",
-            usage=self.usage,
-            turns=len(self.turn_usage),
-            turn_usage=tuple(self.turn_usage),
-            session_id=self.session_id,
-            stop_reason=stop_reason,
-            events=(*self.events, *self.live),
-            tool_uses=tuple(self.tool_uses),
-            tool_results=tuple(self.tool_results),
-        )
 
 
 class Session:
@@ -101,15 +101,33 @@ class Session:
         with Session(provider, handler=tools, agent_id=..., environment_id=...) as session:
             first = session.run("Summarise the report", timeout=600)
             follow_up = session.run("Now in French", timeout=600)
+            for item in session.stream("And in German"):
+                ...  # TextDelta, ToolCallStarted, ..., TurnEnded, then the SessionResult
 
-    ``run`` = ``start`` + ``wait``; on timeout it closes the session's stream and stops the
-    worker before raising :class:`SessionTimeoutError` (the provider-side session is left
-    as it is, so it can be resumed with ``session_id=``). ``cancel`` also asks the provider
-    to stop the running turn. Options: ``max_turns`` per run (a run that reaches it while the
-    agent still wants tools ends ``terminated``), ``max_concurrency`` and ``tool_timeout`` for
-    local tools, ``turn_guard`` (see :data:`TurnGuard`), ``metadata`` (reaches handlers via
-    :class:`SessionInfo`), ``telemetry_metadata``; every other keyword goes to the provider
+    ``run`` = ``start`` + ``wait``; :meth:`stream` yields the run as it happens. Options:
+    ``max_turns`` per run (a run that reaches it while the agent still wants tools ends
+    ``terminated``), ``max_concurrency`` and ``tool_timeout`` for local tools, ``turn_guard``
+    (see :data:`TurnGuard`), ``metadata`` (reaches handlers via :class:`SessionInfo`),
+    ``telemetry_metadata``, ``on_text`` (called with each new piece of the agent's text as
+    it is written), ``confirm`` (see :data:`ConfirmPolicy`; a handler's
+    ``handle_confirmation`` takes precedence), ``terminal_tool`` and ``max_reprompts`` (an
+    ``end_turn`` that never called that tool is re-prompted that many times, then ends
+    ``terminated`` with stop reason ``{"type": "no_terminal_tool"}``), ``outcome`` (an
+    :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
+    instead of a prompt), ``interrupt_on_timeout``; every other keyword goes to the provider
     (``agent_id``, ``session_id``, ``harness_arn``, ...).
+
+    **Stopping.** When the caller stops waiting for a run that is still going - Ctrl-C (or a
+    notebook's interrupt) inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop,
+    breaking out of or closing the stream, :meth:`cancel`, or leaving the ``with`` block
+    (:meth:`close`) - the session stops the run everywhere: the running tools see
+    ``ToolContext.cancelled`` set, the stream is closed, and the provider is asked to stop
+    the remote turn (Claude: ``user.interrupt``; AgentCore: the invocation is closed and the
+    runtime session stopped, which ends its conversation too). A run stopped this way
+    reports ``terminated`` with stop reason ``{"type": "cancelled"}``, and the session is
+    closed. The one exception is a ``timeout`` on :meth:`run` or :meth:`stream`: it closes
+    the stream and stops waiting but leaves the remote turn alone, so the session can be
+    resumed with ``session_id=``, unless ``interrupt_on_timeout=True``.
     """
 
     def __init__(
@@ -123,6 +141,12 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
         turn_guard: TurnGuard | None = None,
+        on_text: Callable[[str], None] | None = None,
+        confirm: ConfirmPolicy = "raise",
+        terminal_tool: str | None = None,
+        max_reprompts: int = DEFAULT_MAX_REPROMPTS,
+        outcome: Outcome | Mapping[str, Any] | None = None,
+        interrupt_on_timeout: bool = False,
         **connect: Any,
     ) -> None:
         if not isinstance(handler, Handler):
@@ -135,20 +159,34 @@ class Session:
             raise ConfigurationError("tool_timeout must be positive")
         if turn_guard is not None and not callable(turn_guard):
             raise ConfigurationError("turn_guard must be callable")
+        if on_text is not None and not callable(on_text):
+            raise ConfigurationError("on_text must be callable")
+        if confirm not in _CONFIRM_POLICIES:
+            raise ConfigurationError(f"confirm must be one of {', '.join(_CONFIRM_POLICIES)}")
+        if max_reprompts < 0:
+            raise ConfigurationError("max_reprompts must not be negative")
+        _check_terminal_tool(terminal_tool, handler)
         self._provider = provider
         self._handler = handler
         self._event_handler = handler if isinstance(handler, EventHandler) else None
+        self._confirmer = handler if isinstance(handler, ConfirmationHandler) else None
         self.max_turns = max_turns
         self.max_concurrency = max_concurrency
         self.tool_timeout = tool_timeout
+        self.confirm = confirm
+        self.terminal_tool = terminal_tool
+        self.max_reprompts = max_reprompts
+        self.interrupt_on_timeout = interrupt_on_timeout
+        self._outcome = _outcome(outcome, provider)
         self._turn_guard = turn_guard
+        self._on_text = on_text
         self._metadata = dict(metadata or {})
         self._telemetry = {**self._metadata, **(telemetry_metadata or {})}
         self._connect = connect
         self._lock = threading.Lock()
         self._conversation: Conversation | None = None
         self._results: dict[str, ToolResult] = {}
-        self._run: _Run | None = None
+        self._run: Run | None = None
         self._future: Future[SessionResult] | None = None
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
@@ -173,32 +211,23 @@ class Session:
 
     def start(self, prompt: str | None = None) -> None:
         """Begin a run in the background; ``wait`` for its result."""
-        with self._lock:
-            if self._closed:
-                raise SessionError("this session is closed")
-            if self._future is not None and not self._future.done():
-                raise SessionError("a run is already in progress; wait() for it first")
-            self._stop = threading.Event()
-            future: Future[SessionResult] = Future()
-            self._future = future
-            self._run = _Run(session_id=self.session_id)
-            self._worker = threading.Thread(
-                target=self._work,
-                args=(prompt, self._run, future, self._stop),
-                daemon=True,
-                name="rma-session",
-            )
-            self._worker.start()
+        self._start(prompt, None)
 
     def wait(self, timeout: float | None = None) -> SessionResult:
         """The running (or last) run's result; :class:`SessionTimeoutError` if it takes longer
-        than ``timeout`` seconds (the run goes on; see :meth:`run` for a hard deadline)."""
+        than ``timeout`` seconds (the run goes on; see :meth:`run` for a hard deadline).
+        Ctrl-C while waiting stops the run (see the class docs)."""
         future = self._future
         if future is None:
             raise SessionError("nothing was started")
         # Wait first, then take the result: a run failing with its own TimeoutError (an idle
         # stream) must reach the caller as that error, not as this wait timing out.
-        done, _ = wait_for_futures([future], timeout)
+        try:
+            done, _ = wait_for_futures([future], timeout)
+        except BaseException:
+            if not future.done():
+                self._shutdown(interrupt=True)
+            raise
         if not done:
             raise SessionTimeoutError(
                 f"the session did not finish within {timeout:g} s", session_id=self.session_id
@@ -207,17 +236,59 @@ class Session:
 
     def run(self, prompt: str | None = None, timeout: float | None = None) -> SessionResult:
         """Run a prompt to completion. On timeout the stream is closed and the worker stopped
-        before :class:`SessionTimeoutError` is raised; the session is closed afterwards.
-        The same happens when the wait itself is cut short (Ctrl-C in a script or notebook):
-        the worker and the tools are told to stop before the exception goes on."""
+        before :class:`SessionTimeoutError` is raised, and the session is closed; the remote
+        turn is interrupted only with ``interrupt_on_timeout``."""
         self.start(prompt)
         future = self._future
         try:
             return self.wait(timeout)
-        except BaseException:
+        except SessionTimeoutError:
             if future is not None and not future.done():
-                self._shutdown(interrupt=False)
+                self._shutdown(interrupt=self.interrupt_on_timeout)
             raise
+
+    def stream(
+        self, prompt: str | None = None, *, timeout: float | None = None
+    ) -> Iterator[StreamItem]:
+        """Run a prompt and yield what happens as it happens: :class:`TextDelta` (and
+        :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted` and
+        :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`TurnEnded`, and
+        last the :class:`SessionResult`. Each item comes once, though the provider's events
+        may come more than once.
+
+        The run starts when iteration does. Breaking out of the loop (or closing the
+        generator, as a web server does when its client goes away) stops the run, remote
+        turn included; ``timeout`` bounds the whole run as for :meth:`run`.
+        """
+        items: queue.Queue[Any] = queue.Queue()
+        self._start(prompt, items)
+        future = self._future
+        assert future is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise SessionTimeoutError(
+                        f"the session did not finish within {timeout:g} s",
+                        session_id=self.session_id,
+                    )
+                try:
+                    item = items.get(timeout=remaining)
+                except queue.Empty:
+                    continue
+                if item is DONE:
+                    break
+                yield item
+        except SessionTimeoutError:
+            if not future.done():
+                self._shutdown(interrupt=self.interrupt_on_timeout)
+            raise
+        except BaseException:  # Ctrl-C, or the consumer closing the generator
+            if not future.done():
+                self._shutdown(interrupt=True)
+            raise
+        yield future.result()
 
     def send_event(self, event: Mapping[str, Any]) -> None:
         """Post a raw provider event (for example a ``user.tool_confirmation``)."""
@@ -227,14 +298,15 @@ class Session:
         conversation.send_event(event)
 
     def cancel(self) -> None:
-        """Stop the current run: ask the provider to stop the turn, stop waiting for tools and
-        the stream. ``wait`` then returns a ``terminated`` result with stop reason
-        ``{"type": "cancelled"}``. The session is closed afterwards."""
+        """Stop the current run (see the class docs): ``wait`` then returns a
+        ``terminated`` result with stop reason ``{"type": "cancelled"}``. The session is
+        closed afterwards."""
         self._shutdown(interrupt=True)
 
     def close(self) -> None:
-        """Stop any run (without interrupting the provider) and release connections."""
-        self._shutdown(interrupt=False)
+        """Release the session's connections; a run still going is stopped first, remote
+        turn included (see the class docs)."""
+        self._shutdown(interrupt=True)
 
     def __enter__(self) -> Session:
         return self
@@ -243,6 +315,37 @@ class Session:
         self.close()
 
     # -- the worker -----------------------------------------------------------------------
+
+    def _start(self, prompt: str | None, items: queue.Queue[Any] | None) -> None:
+        with self._lock:
+            if self._closed:
+                raise SessionError("this session is closed")
+            if self._future is not None and not self._future.done():
+                raise SessionError("a run is already in progress; wait() for it first")
+            outcome = self._outcome
+            if outcome is not None and prompt is not None:
+                raise ConfigurationError(
+                    "this session's first run works toward its outcome: give no prompt (the "
+                    "outcome's description says what to do)"
+                )
+            self._outcome = None  # defined by this run, once
+            self._stop = threading.Event()
+            future: Future[SessionResult] = Future()
+            self._future = future
+            run = Run(
+                session_id=self.session_id,
+                on_text=self._on_text,
+                items=items,
+                terminal_tool=self.terminal_tool,
+            )
+            self._run = run
+            self._worker = threading.Thread(
+                target=self._work,
+                args=(prompt, outcome, run, future, self._stop),
+                daemon=True,
+                name="rma-session",
+            )
+            self._worker.start()
 
     def _shutdown(self, *, interrupt: bool) -> None:
         with self._lock:
@@ -262,11 +365,16 @@ class Session:
             conversation.close()
 
     def _work(
-        self, prompt: str | None, run: _Run, future: Future[SessionResult], stop: threading.Event
+        self,
+        prompt: str | None,
+        outcome: Outcome | None,
+        run: Run,
+        future: Future[SessionResult],
+        stop: threading.Event,
     ) -> None:
         started = time.monotonic()
         try:
-            result = self._drive(prompt, run, stop)
+            result = self._drive(prompt, outcome, run, stop)
         except BaseException as exc:
             # Stopped from outside while a call was in flight: whatever that call raised on
             # the torn-down connection, the run was cancelled.
@@ -289,9 +397,10 @@ class Session:
             self._meta(run, terminal=result.terminal),
         )
         future.set_result(result)
+        run.finish()
 
     def _fail(
-        self, exc: BaseException, run: _Run, started: float, future: Future[SessionResult]
+        self, exc: BaseException, run: Run, started: float, future: Future[SessionResult]
     ) -> None:
         telemetry.emit(
             "session.stop",
@@ -299,8 +408,9 @@ class Session:
             self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
         )
         future.set_exception(exc)
+        run.finish()
 
-    def _meta(self, run: _Run, **extra: Any) -> dict[str, Any]:
+    def _meta(self, run: Run, **extra: Any) -> dict[str, Any]:
         conversation = self._conversation
         library = {
             "session_id": run.session_id,
@@ -309,13 +419,14 @@ class Session:
         }
         return telemetry.merge_metadata(self._telemetry, library)
 
-    def _open(self, run: _Run) -> tuple[Conversation, TurnResult | None]:
+    def _open(self, run: Run) -> tuple[Conversation, TurnResult | None]:
         """The session's conversation, opened on the first run; the resumed turn if any."""
         if self._conversation is not None:
             return self._conversation, None
         conversation = self._provider.open_conversation(
             self._connect,
             on_event=self._deliver,
+            on_text=self._text,
             metadata=self._metadata,
             telemetry_metadata=self._telemetry,
         )
@@ -345,12 +456,18 @@ class Session:
         except Exception as exc:
             _log.warning("handle_event raised %s; continuing", describe_exception(exc))
 
-    def _drive(self, prompt: str | None, run: _Run, stop: threading.Event) -> SessionResult:
+    def _text(self, message: str, text: str, final: bool) -> None:
+        run = self._run
+        if run is not None:
+            run.tracker.update(message, text, final)
+
+    def _drive(
+        self, prompt: str | None, outcome: Outcome | None, run: Run, stop: threading.Event
+    ) -> SessionResult:
         conversation, turn = self._open(run)
         telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))
         if turn is not None:
-            run.last_turn = turn  # the resumed state: history, not a turn of this run
-            run.take_events(turn)
+            run.take(turn)  # the resumed state: history, not a turn of this run
             # A turn that gave up (retries exhausted, a refusal) leaves the session open.
             if (
                 prompt is not None
@@ -360,6 +477,9 @@ class Session:
                 turn = conversation.send_prompt(prompt)
                 prompt = None
                 self._record(run, turn)
+        elif outcome is not None:
+            turn = conversation.define_outcome(outcome)
+            self._record(run, turn)
         else:
             turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
             prompt = None
@@ -368,30 +488,85 @@ class Session:
             more_work = turn.terminal == "requires_action" or (
                 prompt is not None and turn.terminal == "end_turn"
             )
-            if not more_work:
+            if not more_work and not self._owes_terminal_call(run, turn):
                 return run.result(turn.terminal, turn.stop_reason)
+            if not more_work and run.reprompts >= self.max_reprompts:
+                return run.result(
+                    "terminated", {"type": "no_terminal_tool", "terminal_tool": self.terminal_tool}
+                )
             # Guards stand between turns: a finished run is reported as it finished.
             halt = self._check_guard(run)
             if halt is not None:
                 return run.result("terminated", {"type": "halted", "reason": halt})
+            if len(run.turn_usage) >= self.max_turns:
+                return run.result(
+                    "terminated", {"type": "max_turns_reached", "max_turns": self.max_turns}
+                )
             if turn.terminal == "requires_action":
-                if len(run.turn_usage) >= self.max_turns:
-                    return run.result(
-                        "terminated", {"type": "max_turns_reached", "max_turns": self.max_turns}
-                    )
-                tool_uses = _unique(turn.tool_uses or conversation.unanswered_tool_uses())
-                if not tool_uses:
-                    raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
-                results = self._execute(conversation, tool_uses, run, stop)
-                turn = conversation.send_tool_results(tool_uses, results)
-            else:
-                turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
+                turn = self._answer(conversation, turn, run, stop)
+            elif prompt is not None:
+                turn = conversation.send_prompt(prompt)
                 prompt = None
+            else:
+                run.reprompts += 1
+                turn = conversation.send_prompt(REPROMPT.format(tool=self.terminal_tool))
             self._record(run, turn)
 
-    def _record(self, run: _Run, turn: TurnResult) -> None:
-        run.last_turn = turn
-        run.take_events(turn)
+    def _owes_terminal_call(self, run: Run, turn: TurnResult) -> bool:
+        """Whether the agent ended its turn without the call the session requires."""
+        return (
+            self.terminal_tool is not None
+            and turn.terminal == "end_turn"
+            and not run.called_terminal_tool()
+        )
+
+    def _answer(
+        self, conversation: Conversation, turn: TurnResult, run: Run, stop: threading.Event
+    ) -> TurnResult:
+        """Run the turn's tools and decide its confirmations; send all answers at once."""
+        tool_uses = _unique(turn.tool_uses)
+        if not tool_uses and not turn.confirmations:
+            tool_uses = _unique(conversation.unanswered_tool_uses())
+        if not tool_uses and not turn.confirmations:
+            raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
+        decisions = [
+            (tool_use, self._decide(tool_use, turn, conversation, run))
+            for tool_use in _unique(turn.confirmations)
+        ]
+        results = self._execute(conversation, tool_uses, run, stop) if tool_uses else []
+        return conversation.send_tool_results(tool_uses, results, decisions)
+
+    def _decide(
+        self, tool_use: ToolUse, turn: TurnResult, conversation: Conversation, run: Run
+    ) -> Decision:
+        """Allow or deny one provider tool asking permission: the handler's hook, else the
+        session's ``confirm`` policy."""
+        decision: Decision
+        if self._confirmer is not None:
+            context = ToolContext(tool_use.id, conversation.info)
+            try:
+                answer = self._confirmer.handle_confirmation(tool_use, context)
+            except Exception as exc:
+                answer = Deny(f"the confirmation hook failed: {describe_exception(exc)}")
+            decision = answer if isinstance(answer, (Allow, Deny)) else Deny(_bad_hook(answer))
+        elif self.confirm == "allow":
+            decision = Allow()
+        elif self.confirm == "deny":
+            decision = Deny(_DENIED_BY_POLICY)
+        else:
+            raise UnresolvedRequiresActionError(
+                turn.stop_reason,
+                session_id=run.session_id,
+                reason=(
+                    f"tool {tool_use.name!r} waits for permission; define "
+                    "handle_confirmation on the handler or pass confirm='allow' or 'deny'"
+                ),
+            )
+        run.emit(ConfirmationAnswered(tool_use, decision))
+        return decision
+
+    def _record(self, run: Run, turn: TurnResult) -> None:
+        run.take(turn)
         run.turn_usage.append(turn.usage)
         telemetry.emit(
             "session.turn",
@@ -402,8 +577,9 @@ class Session:
             },
             self._meta(run, turn=len(run.turn_usage), terminal=turn.terminal),
         )
+        run.emit(TurnEnded(turn, len(run.turn_usage)))
 
-    def _check_guard(self, run: _Run) -> str | None:
+    def _check_guard(self, run: Run) -> str | None:
         if self._turn_guard is None or not run.turn_usage:
             return None
         verdict = self._turn_guard(run.usage, len(run.turn_usage), run.session_id or "")
@@ -413,7 +589,7 @@ class Session:
         self,
         conversation: Conversation,
         tool_uses: Sequence[ToolUse],
-        run: _Run,
+        run: Run,
         stop: threading.Event,
     ) -> list[ToolResult]:
         """Results for ``tool_uses``: new calls run now, calls seen before reuse their result."""
@@ -427,12 +603,48 @@ class Session:
                 tool_timeout=self.tool_timeout,
                 cancelled=stop,
                 telemetry_metadata=self._meta(run),
+                on_start=lambda use: run.emit(ToolCallStarted(use)),
+                on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
             )
             for tool_use, result in zip(new, results):
                 self._results[tool_use.id] = result
             run.tool_uses.extend(new)
             run.tool_results.extend(results)
         return [self._results[tool_use.id] for tool_use in tool_uses]
+
+
+def _check_terminal_tool(name: str | None, handler: Handler) -> None:
+    if name is None:
+        return
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("terminal_tool must be a tool name")
+    if isinstance(handler, Tools) and name not in handler:
+        raise ConfigurationError(f"terminal_tool {name!r} is not one of the handler's tools")
+
+
+def _outcome(outcome: Outcome | Mapping[str, Any] | None, provider: Provider) -> Outcome | None:
+    if outcome is None:
+        return None
+    if not getattr(provider, "supports_outcomes", False):
+        raise ConfigurationError(
+            f"{getattr(provider, 'name', 'this provider')} has no outcomes; they are a "
+            "Claude Managed Agents feature"
+        )
+    if isinstance(outcome, Outcome):
+        return outcome
+    if isinstance(outcome, Mapping):
+        try:
+            return Outcome(**outcome)
+        except TypeError as exc:
+            raise ConfigurationError(f"outcome: {exc}") from None
+    raise ConfigurationError("outcome must be an Outcome or a mapping of its fields")
+
+
+def _bad_hook(answer: object) -> str:
+    return (
+        f"the confirmation hook returned {type(answer).__name__}, not Allow or Deny; "
+        "denied to be safe"
+    )
 
 
 def _unique(tool_uses: Sequence[ToolUse]) -> list[ToolUse]:
@@ -457,14 +669,22 @@ def run_to_completion(
     metadata: Mapping[str, Any] | None = None,
     telemetry_metadata: Mapping[str, Any] | None = None,
     turn_guard: TurnGuard | None = None,
+    on_text: Callable[[str], None] | None = None,
+    confirm: ConfirmPolicy = "raise",
+    terminal_tool: str | None = None,
+    max_reprompts: int = DEFAULT_MAX_REPROMPTS,
+    outcome: Outcome | Mapping[str, Any] | None = None,
+    interrupt_on_timeout: bool = False,
     **connect: Any,
 ) -> SessionResult:
     """Open a session, run ``prompt`` until the agent is done, close the session.
 
-    Blocking; the tools of one turn run concurrently. ``connect`` is provider-specific:
-    Claude takes ``agent_id``/``agent=``, ``environment_id``/``environment=`` or
-    ``session_id`` (resume); AgentCore takes ``harness_arn``/``harness=``,
-    ``runtime_session_id`` and its per-invocation limits. See :class:`Session`.
+    Blocking; the tools of one turn run concurrently; ``on_text`` sees the agent's text as it
+    is written (``on_text=print`` in a script or notebook). ``connect`` is
+    provider-specific: Claude takes ``agent_id``/``agent=``, ``environment_id``/
+    ``environment=`` or ``session_id`` (resume); AgentCore takes ``harness_arn``/
+    ``harness=``, ``runtime_session_id`` and its per-invocation limits. Every option, and
+    what stops a run, is described on :class:`Session`.
     """
     with Session(
         provider,
@@ -475,6 +695,12 @@ def run_to_completion(
         metadata=metadata,
         telemetry_metadata=telemetry_metadata,
         turn_guard=turn_guard,
+        on_text=on_text,
+        confirm=confirm,
+        terminal_tool=terminal_tool,
+        max_reprompts=max_reprompts,
+        outcome=outcome,
+        interrupt_on_timeout=interrupt_on_timeout,
         **connect,
     ) as session:
         return session.run(prompt, timeout=timeout)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ class _Call:
     started: float | None = None
     result: ToolResult | None = None
     holds_slot: bool = False
+    reported: bool = False
 
 
 class _Turn:
@@ -66,7 +67,8 @@ class _Turn:
             self.free_slots += 1
         self.condition.notify_all()
 
-    def start_waiting_calls(self) -> None:
+    def start_waiting_calls(self) -> list[_Call]:
+        started = []
         while self.waiting and self.free_slots > 0:
             call = self.waiting.pop(0)
             self.free_slots -= 1
@@ -74,6 +76,15 @@ class _Turn:
             call.started = time.monotonic()
             name = f"rma-tool-{call.tool_use.name}"
             threading.Thread(target=self.work, args=(call,), name=name, daemon=True).start()
+            started.append(call)
+        return started
+
+    def newly_settled(self) -> list[_Call]:
+        """Calls whose result is in and was not reported yet."""
+        settled = [call for call in self.calls if call.result is not None and not call.reported]
+        for call in settled:
+            call.reported = True
+        return settled
 
     def expire(self, tool_timeout: float) -> None:
         now = time.monotonic()
@@ -120,11 +131,15 @@ def run_tools(
     tool_timeout: float | None,
     cancelled: threading.Event,
     telemetry_metadata: Mapping[str, Any],
+    on_start: Callable[[ToolUse], None] | None = None,
+    on_finish: Callable[[ToolUse, ToolResult], None] | None = None,
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
 
     Raises :class:`ToolRunCancelled` if ``cancelled`` is set before every call finished;
-    the calls still running see their ``ToolContext.cancelled`` set.
+    the calls still running see their ``ToolContext.cancelled`` set. ``on_start`` and
+    ``on_finish`` hear of each call as it starts and as its result is in (a timed-out call
+    finishes with its timeout error), on the calling thread, in the order they happened.
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
@@ -137,8 +152,13 @@ def run_tools(
                 raise ToolRunCancelled
             if tool_timeout is not None:
                 turn.expire(tool_timeout)
-            turn.start_waiting_calls()
             results = [call.result for call in turn.calls]
+            for call in turn.newly_settled():
+                if on_finish is not None and call.result is not None:
+                    on_finish(call.tool_use, call.result)
             if all(result is not None for result in results):
                 return [result for result in results if result is not None]
+            for call in turn.start_waiting_calls():
+                if on_start is not None:
+                    on_start(call.tool_use)
             turn.condition.wait(turn.next_deadline(tool_timeout))

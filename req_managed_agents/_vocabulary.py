@@ -10,10 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Union
+
+from req_managed_agents.errors import ConfigurationError
 
 __all__ = [
+    "Allow",
     "Artifact",
+    "Decision",
+    "Deny",
+    "Outcome",
     "SessionInfo",
     "SessionResult",
     "Terminal",
@@ -59,11 +65,15 @@ class Usage:
 
 @dataclass(frozen=True)
 class ToolUse:
-    """One call the agent asks a tool to make (``input`` is the decoded JSON arguments)."""
+    """One call the agent asks a tool to make (``input`` is the decoded JSON arguments).
+
+    ``mcp_server`` names the MCP server of a provider-run MCP tool (None otherwise).
+    """
 
     id: str
     name: str
     input: Mapping[str, Any] = field(default_factory=dict)
+    mcp_server: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,9 @@ class TurnResult:
     """One provider turn folded into the canonical vocabulary.
 
     ``tool_uses`` are the custom tools the agent wants run locally; ``server_tool_uses`` are
-    tools the provider ran itself (observed only). ``stop_reason`` and ``events`` are the
-    provider's own values, verbatim.
+    tools the provider ran itself (observed only); ``confirmations`` are provider tools that
+    wait for permission before they run. ``stop_reason`` and ``events`` are the provider's
+    own values, verbatim; ``outcome`` is the turn's last outcome evaluation, if any.
     """
 
     terminal: Terminal
@@ -91,6 +102,8 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     stop_reason: Any = None
     events: tuple[Mapping[str, Any], ...] = ()
+    confirmations: tuple[ToolUse, ...] = ()
+    outcome: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +114,10 @@ class SessionResult:
     turns); ``usage`` sums every turn, ``turn_usage`` keeps each turn's share; ``events`` are
     all raw provider events of the run, deduplicated, in order. ``tool_uses`` and
     ``tool_results`` list the local tool calls the run made and what they answered.
+    ``terminal_tool_input`` is the input of the run's last call to the session's
+    ``terminal_tool``, if one was named and called; ``outcome`` is the provider's last
+    outcome evaluation (Claude's ``span.outcome_evaluation_end`` event), if an outcome was
+    defined.
     """
 
     terminal: Terminal
@@ -113,6 +130,58 @@ class SessionResult:
     events: tuple[Mapping[str, Any], ...]
     tool_uses: tuple[ToolUse, ...] = ()
     tool_results: tuple[ToolResult, ...] = ()
+    terminal_tool_input: Mapping[str, Any] | None = None
+    outcome: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Allow:
+    """Let a provider tool that asked for permission run."""
+
+
+@dataclass(frozen=True)
+class Deny:
+    """Refuse a provider tool that asked for permission; ``message`` tells the agent why."""
+
+    message: str | None = None
+
+
+Decision = Union[Allow, Deny]
+"""The answer to a tool confirmation."""
+
+# The limits Claude Managed Agents puts on an outcome.
+MAX_RUBRIC_CHARS = 262_144
+MAX_OUTCOME_ITERATIONS = 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the work must achieve, graded by the provider until it does (Claude only).
+
+    ``rubric`` is the grading text, or a provider rubric object such as ``{"type": "file",
+    "file_id": ...}``; ``max_iterations`` bounds the revise-and-grade cycles (1-20,
+    provider default 3). Checked on construction, so a bad outcome fails before any request.
+    """
+
+    description: str
+    rubric: str | Mapping[str, Any]
+    max_iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ConfigurationError("an outcome needs a non-empty description")
+        if isinstance(self.rubric, str):
+            if not self.rubric.strip() or len(self.rubric) > MAX_RUBRIC_CHARS:
+                raise ConfigurationError(f"an outcome rubric is 1 to {MAX_RUBRIC_CHARS} characters")
+        elif not (isinstance(self.rubric, Mapping) and self.rubric.get("type") in ("text", "file")):
+            raise ConfigurationError('an outcome rubric is text or {"type": "text" | "file", ...}')
+        iterations = self.max_iterations
+        if iterations is not None and (
+            not isinstance(iterations, int)
+            or isinstance(iterations, bool)
+            or not 1 <= iterations <= MAX_OUTCOME_ITERATIONS
+        ):
+            raise ConfigurationError(f"max_iterations must be 1 to {MAX_OUTCOME_ITERATIONS}")
 
 
 @dataclass(frozen=True)

@@ -241,17 +241,20 @@ class SessionTimeoutError(SessionError, TimeoutError):
 
 
 class UnresolvedRequiresActionError(SessionError):
-    """The provider asked for tool results, but no unanswered tool call could be found.
+    """The provider waits for an answer the session cannot give: no unanswered tool call
+    could be found, or a provider tool asks permission and nothing may decide it.
 
     Sending an empty result list is rejected by the provider, so the session stops here.
     """
 
-    def __init__(self, stop_reason: Any, *, session_id: str | None = None) -> None:
+    def __init__(
+        self, stop_reason: Any, *, session_id: str | None = None, reason: str | None = None
+    ) -> None:
         self.stop_reason = stop_reason
         self.session_id = session_id
+        why = reason or "no unanswered tool use was found"
         super().__init__(
-            f"session {session_id} requires action but no unanswered tool use was found "
-            f"(stop_reason={stop_reason!r})"
+            f"session {session_id} requires action but {why} (stop_reason={stop_reason!r})"
         )
 
 

@@ -24,7 +24,8 @@ from req_managed_agents import (
     run_to_completion,
 )
 from req_managed_agents._session import Session
-from req_managed_agents.providers._base import Aborted, EventSink
+from req_managed_agents._vocabulary import Outcome
+from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 
 
 class FakeConversation:
@@ -52,10 +53,22 @@ class FakeConversation:
         return self._next()
 
     def send_tool_results(
-        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+        self,
+        tool_uses: Sequence[ToolUse],
+        results: Sequence[ToolResult],
+        confirmations: Confirmations = (),
     ) -> TurnResult:
         self.sent.append(("results", list(results)))
+        if confirmations:
+            self.sent.append(("confirmations", list(confirmations)))
         return self._next()
+
+    def define_outcome(self, outcome: Outcome) -> TurnResult:
+        self.sent.append(("outcome", outcome))
+        return self._next()
+
+    def accepts_input(self) -> bool:
+        return True
 
     def unanswered_tool_uses(self) -> list[ToolUse]:
         return self.unanswered
@@ -87,6 +100,7 @@ class FakeProvider:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        on_text: TextSink | None = None,
     ) -> FakeConversation:
         self.options = options
         return self.conversation

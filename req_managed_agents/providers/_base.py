@@ -3,7 +3,8 @@
 A provider turns a provider session into a :class:`Conversation`: blocking calls that take
 a prompt or tool results and return the next :class:`~req_managed_agents.TurnResult`. How
 the turn travels (a long-lived SSE stream, one streamed request per turn) stays inside the
-provider; the drivers only see turns, and every raw event through ``on_event`` as it arrives.
+provider; the drivers only see turns, every raw event through ``on_event`` as it arrives,
+and the agent's text as it is written through ``on_text``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+from req_managed_agents._vocabulary import (
+    Decision,
+    Outcome,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+)
 from req_managed_agents.errors import ConfigurationError
 
 __all__ = [
@@ -19,12 +27,17 @@ __all__ = [
     "Conversation",
     "EventSink",
     "Provider",
+    "TextSink",
     "check_options",
     "count",
     "handle_id",
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
+TextSink = Callable[[str, str, bool], None]
+"""``on_text(message, text_so_far, final)``: the whole text of one agent message so far
+(``message`` is a key unique in the session); ``final`` once the provider recorded it."""
+Confirmations = Sequence[tuple[ToolUse, Decision]]
 
 
 class Aborted(Exception):
@@ -47,9 +60,18 @@ class Conversation(Protocol):
         ...
 
     def send_tool_results(
-        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+        self,
+        tool_uses: Sequence[ToolUse],
+        results: Sequence[ToolResult],
+        confirmations: Confirmations = (),
     ) -> TurnResult:
-        """Answer the turn's tool calls and block until the next turn has ended."""
+        """Answer the turn's tool calls and permission requests together, and block until
+        the next turn has ended."""
+        ...
+
+    def define_outcome(self, outcome: Outcome) -> TurnResult:
+        """Start work toward ``outcome`` and block until the turn that grades it has ended;
+        a :class:`~req_managed_agents.ConfigurationError` where the provider has none."""
         ...
 
     def accepts_input(self) -> bool:
@@ -91,6 +113,7 @@ class Provider(Protocol):
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        on_text: TextSink | None = None,
     ) -> Conversation:
         """Create or reattach a provider session described by the driver's ``**connect``."""
         ...

@@ -6,10 +6,11 @@ responses are read with ``requests`` and decoded by our own :class:`EventStreamD
 bytes arrive, so each frame reaches its callback live and the socket's read timeout works as
 an inter-chunk idle timeout (a long turn is fine while bytes flow; silence is not).
 
-Retries: GET and DELETE as usual; ``CreateHarness`` carries a client token, which makes a
-repeat harmless, so it is retried like an idempotent call; the invoke and command calls are
-not retried here at all (a command may have side effects, and an invocation's retry policy
-lives with the conversation that knows whether the turn completed).
+Retries: GET and DELETE as usual; ``CreateHarness`` and ``StopRuntimeSession`` carry a
+client token, which makes a repeat harmless, so they are retried like idempotent calls; the
+invoke and command calls are not retried here at all (a command may have side effects, and
+an invocation's retry policy lives with the conversation that knows whether the turn
+completed).
 """
 
 from __future__ import annotations
@@ -127,6 +128,7 @@ class AgentCoreClient:
             authenticate=signer,
             session=http,
         )
+        self._runtime_arns: dict[str, str | None] = {}
         self._control = HttpClient(
             control_url,
             timeout=timeout,
@@ -222,7 +224,41 @@ class AgentCoreClient:
         path = f"/harnesses/{_segment(harness_id)}"
         return self._control_json("DELETE", path, deadline=deadline)
 
+    def runtime_arn(self, harness_arn: str) -> str | None:
+        """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``, asked
+        once per harness); None if the harness names none."""
+        if harness_arn not in self._runtime_arns:
+            harness = self.get_harness(harness_arn.rsplit("/", 1)[-1])
+            environment = harness.get("environment")
+            runtime = (
+                environment.get("agentCoreRuntimeEnvironment")
+                if isinstance(environment, Mapping)
+                else None
+            )
+            arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
+            self._runtime_arns[harness_arn] = arn if isinstance(arn, str) and arn else None
+        return self._runtime_arns[harness_arn]
+
     # -- data plane -----------------------------------------------------------------------
+
+    def stop_runtime_session(
+        self, runtime_arn: str, runtime_session_id: str, *, qualifier: str | None = None
+    ) -> dict[str, Any]:
+        """``StopRuntimeSession``: end a runtime session and whatever it is doing (its
+        conversation goes with it)."""
+        response = self._data.request(
+            "POST",
+            f"/runtimes/{_segment(runtime_arn)}/stopruntimesession",
+            idempotent=True,
+            params={"qualifier": qualifier} if qualifier else None,
+            data=_json_bytes({"clientToken": _client_token()}),
+            headers={"content-type": "application/json", SESSION_HEADER: runtime_session_id},
+            telemetry_metadata={
+                "session_id": runtime_session_id,
+                "operation": "StopRuntimeSession",
+            },
+        )
+        return _json_object(response, "POST", "StopRuntimeSession")
 
     def _open_stream(
         self,

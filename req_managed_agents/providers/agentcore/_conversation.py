@@ -19,6 +19,12 @@ turn.
 
 A reattached runtime session (``runtime_session_id`` given) is not invoked until there is
 something to say: the harness keeps its conversation, so there is no turn to read back.
+
+Text reaches ``on_text`` per content block as it streams; a retried attempt starts its
+blocks over, which the driver's text tracker recognises as a replay. Interrupting closes the
+in-flight stream and stops the runtime session (``StopRuntimeSession`` on the harness's
+runtime), which ends the turn on the service - and with it the session's conversation.
+Outcomes and tool confirmations do not exist on AgentCore.
 """
 
 from __future__ import annotations
@@ -33,9 +39,17 @@ import requests
 from req_managed_agents._http import shutdown_response
 from req_managed_agents._redact import get_logger
 from req_managed_agents._retry import RetryPolicy
-from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult, Usage
+from req_managed_agents._vocabulary import (
+    Outcome,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
 from req_managed_agents.errors import (
     APIError,
+    ConfigurationError,
     IdleTimeoutError,
     ManagedAgentsError,
     ProviderStreamError,
@@ -45,7 +59,7 @@ from req_managed_agents.errors import (
     StreamError,
     TransportError,
 )
-from req_managed_agents.providers._base import Aborted, EventSink
+from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore._converse import (
     ConverseFold,
@@ -84,8 +98,11 @@ class AgentCoreConversation:
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         reattached: bool = False,
+        on_text: TextSink | None = None,
     ) -> None:
         self._reattached = reattached
+        self._on_text = on_text
+        self._turns = 0
         self.info = SessionInfo(
             runtime_session_id, PROVIDER_NAME, {**metadata, "harness_arn": harness_arn}
         )
@@ -113,9 +130,19 @@ class AgentCoreConversation:
         return self._turn([user_message(prompt)])
 
     def send_tool_results(
-        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+        self,
+        tool_uses: Sequence[ToolUse],
+        results: Sequence[ToolResult],
+        confirmations: Confirmations = (),
     ) -> TurnResult:
+        if confirmations:
+            raise SessionError("Bedrock AgentCore has no tool confirmations to answer")
         return self._turn(resume_messages(tool_uses, results))
+
+    def define_outcome(self, outcome: Outcome) -> TurnResult:
+        raise ConfigurationError(
+            "outcomes are a Claude Managed Agents feature; Bedrock AgentCore has none"
+        )
 
     def accepts_input(self) -> bool:
         # A runtime session takes another invocation whatever its last one did.
@@ -129,8 +156,18 @@ class AgentCoreConversation:
         raise SessionError("Bedrock AgentCore takes no out-of-band events; send a prompt")
 
     def interrupt(self) -> None:
-        # There is no interrupt call: closing the stream (abort) is all a client can do.
-        return None
+        """Stop the runtime session, so the service stops working on (and billing) the
+        turn; closing the stream alone (``abort``) leaves it running."""
+        try:
+            runtime_arn = self._client.runtime_arn(self.harness_arn)
+            if runtime_arn is None:
+                _log.warning("harness %s names no runtime to stop", self.harness_arn)
+                return
+            self._client.stop_runtime_session(
+                runtime_arn, self.info.session_id, qualifier=self._qualifier
+            )
+        except ManagedAgentsError as exc:
+            _log.warning("could not stop runtime session %s: %s", self.info.session_id, exc)
 
     def abort(self) -> None:
         self._aborted.set()
@@ -150,6 +187,7 @@ class AgentCoreConversation:
 
     def _turn(self, messages: list[dict[str, Any]]) -> TurnResult:
         body = {"messages": messages, **self._options}
+        self._turns += 1
         attempt = 0
         while True:
             if self._aborted.is_set():
@@ -163,6 +201,11 @@ class AgentCoreConversation:
                 fold.add(event)
                 events.append(event)
                 self._on_event(event)
+                delta = event.get("contentBlockDelta")
+                if self._on_text is not None and isinstance(delta, Mapping):
+                    index = delta.get("contentBlockIndex")
+                    if isinstance(index, int) and index in fold.text_blocks:
+                        self._on_text(self._message(index), fold.text_blocks[index], False)
 
             try:
                 self._client.invoke_harness(
@@ -178,7 +221,7 @@ class AgentCoreConversation:
                 )
                 if fold.stop_reason is None:
                     raise TruncatedStreamError("the harness stream ended without messageStop")
-                return fold.result(events)
+                return self._committed(fold, events)
             except ManagedAgentsError as exc:
                 if self._aborted.is_set():
                     raise Aborted from exc
@@ -188,7 +231,7 @@ class AgentCoreConversation:
                         "its usage may be partial",
                         exc,
                     )
-                    return fold.result(events)
+                    return self._committed(fold, events)
                 if attempt >= self._retries or not _retryable(exc):
                     raise
                 if isinstance(exc, APIError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:
@@ -201,6 +244,16 @@ class AgentCoreConversation:
             if self._aborted.wait(delay):
                 raise Aborted
             attempt += 1
+
+    def _message(self, index: int) -> str:
+        return f"turn-{self._turns}-block-{index}"
+
+    def _committed(self, fold: ConverseFold, events: list[Envelope]) -> TurnResult:
+        """The turn the harness committed; its text blocks are final now."""
+        if self._on_text is not None:
+            for index, text in sorted(fold.text_blocks.items()):
+                self._on_text(self._message(index), text, True)
+        return fold.result(events)
 
 
 def _retryable(error: ManagedAgentsError) -> bool:

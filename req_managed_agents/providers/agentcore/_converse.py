@@ -96,6 +96,8 @@ class ConverseFold:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        # The text of each content block so far, by contentBlockIndex.
+        self.text_blocks: dict[int, str] = {}
         self.stop_reason: str | None = None
         self.usage = Usage()
         self._inputs: dict[str, list[str]] = {}
@@ -124,6 +126,8 @@ class ConverseFold:
                 return
             if isinstance(delta.get("text"), str):
                 self.text.append(delta["text"])
+                index = _index(body)
+                self.text_blocks[index] = self.text_blocks.get(index, "") + delta["text"]
             tool_delta = delta.get("toolUse")
             if isinstance(tool_delta, Mapping) and isinstance(tool_delta.get("input"), str):
                 tool_use_id = self._active.get(_index(body))

@@ -11,7 +11,7 @@ import requests
 
 from req_managed_agents._config import setting, text_setting
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, check_options, handle_id
+from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
 from req_managed_agents.providers.agentcore._aws import (
     AwsSigner,
     load_botocore,
@@ -76,6 +76,7 @@ class BedrockAgentCore:
     """
 
     name = PROVIDER_NAME
+    supports_outcomes = False
 
     def __init__(
         self,
@@ -135,6 +136,7 @@ class BedrockAgentCore:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        on_text: TextSink | None = None,
     ) -> AgentCoreConversation:
         """Prepare a runtime session; nothing is sent until the first prompt."""
         check_options(options, _OPTIONS, "Bedrock AgentCore")
@@ -166,6 +168,7 @@ class BedrockAgentCore:
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
             reattached=bool(options.get("runtime_session_id")),
+            on_text=on_text,
         )
 
 

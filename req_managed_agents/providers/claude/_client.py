@@ -335,16 +335,20 @@ class ClaudeClient:
         idle_timeout: float,
         cancelled: threading.Event | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        event_deltas: Sequence[str] = (),
     ) -> requests.Response:
         """Open ``GET /v1/sessions/{id}/events/stream`` and return the streaming response.
 
         The socket read timeout is ``idle_timeout``: heartbeats keep it alive, silence ends it.
+        ``event_deltas`` asks for live previews of those event types (``agent.message``):
+        ``event_start``/``event_delta`` frames that are never stored in the history.
         """
         path = f"/v1/sessions/{_segment(session_id)}/events/stream"
         return self._http.request(
             "GET",
             path,
             idempotent=True,
+            params={"event_deltas[]": list(event_deltas)} if event_deltas else None,
             headers={"accept": "text/event-stream"},
             stream=True,
             read_timeout=idle_timeout,

@@ -9,6 +9,12 @@ A post that fails without proving it did not land (a reset connection, a 5xx, a 
 the HTTP layer gave up on) is not simply retried and not simply given up on: the session's
 history says whether the events arrived, so the conversation looks there and re-sends only
 what is missing, a few times, with a growing pause that honours ``retry-after``.
+
+The agent's text reaches ``on_text`` as it is written: the stream asks for ``event_delta``
+previews of ``agent.message`` events, whose text adds up per message id until the recorded
+message (the authoritative text) ends it. Previews are not session events: they never reach
+``on_event`` nor a turn's events. While an outcome is being worked toward, an idle that ends
+a turn before the outcome's grading has settled does not end the turn.
 """
 
 from __future__ import annotations
@@ -20,7 +26,13 @@ from typing import Any
 
 from req_managed_agents._redact import get_logger
 from req_managed_agents._retry import RetryPolicy
-from req_managed_agents._vocabulary import SessionInfo, ToolResult, ToolUse, TurnResult
+from req_managed_agents._vocabulary import (
+    Outcome,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+)
 from req_managed_agents.errors import (
     APIError,
     ManagedAgentsError,
@@ -29,16 +41,23 @@ from req_managed_agents.errors import (
     ServerError,
     TransportError,
 )
-from req_managed_agents.providers._base import Aborted, EventSink
+from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._events import (
     CUSTOM_TOOL_RESULT,
     CUSTOM_TOOL_USE,
+    DEFINE_OUTCOME,
+    OUTCOME_EVALUATION_END,
+    OUTCOME_SETTLED,
+    TOOL_CONFIRMATION,
+    asks_permission,
     custom_tool_result,
+    define_outcome,
     interrupt,
     is_boundary,
     normalize,
     text_of,
+    tool_confirmation,
     tool_use_of,
     user_message,
 )
@@ -57,8 +76,10 @@ RESULT_RESEND_BACKOFF = 1.0
 RESEND_MAX_RETRY_AFTER = 60.0
 _NEVER_RETRY = RetryPolicy().never_retry_error_types
 _CONNECT_POLL = 0.05
+_PREVIEWS = frozenset({"event_start", "event_delta"})
 
 Event = Mapping[str, Any]
+Landed = Callable[[Sequence[Event]], dict[int, str]]
 
 
 class ClaudeConversation:
@@ -74,14 +95,22 @@ class ClaudeConversation:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        on_text: TextSink | None = None,
     ) -> None:
         self.info = SessionInfo(session_id, PROVIDER_NAME, dict(metadata))
         self._client = client
         self._on_event = on_event
+        self._on_text = on_text
         self._telemetry = dict(telemetry_metadata)
         self._resumed = resumed
+        # Every custom tool use and every provider tool use asking permission, by id, and
+        # the ids already answered (results, confirmations): an idle may name old ones.
         self._tool_uses: dict[str, ToolUse] = {}
+        self._asks: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
+        self._outcome_pending = False
+        # The text of each agent message being previewed, per content block.
+        self._previews: dict[str, dict[int, str]] = {}
         self._aborted = False
         self._feed = EventFeed(
             client,
@@ -89,6 +118,7 @@ class ClaudeConversation:
             idle_timeout=idle_timeout,
             deliver_history=resumed,
             telemetry_metadata=telemetry_metadata,
+            event_deltas=on_text is not None,
         )
         self._feed.start()
         self._wait_connected()
@@ -131,7 +161,7 @@ class ClaudeConversation:
         turn_events = history[previous + 1 : last + 1]
         for event in turn_events:
             self._on_event(event)
-        turn = normalize(turn_events, self._tool_uses)
+        turn = normalize(turn_events, self._tool_uses, self._asks)
         if turn.terminal != "terminated" and self._archived():
             return replace(turn, terminal="terminated", stop_reason={"type": "archived"})
         resolved = self._resolve(turn)
@@ -169,18 +199,44 @@ class ClaudeConversation:
                     return {0: str(event.get("id"))}
             return {}
 
-        return self._await_turn(after=self._post([message], "user.message", landed))
+        return self._await_turn(after=self._post([message], landed))
 
     def send_tool_results(
-        self, tool_uses: Sequence[ToolUse], results: Sequence[ToolResult]
+        self,
+        tool_uses: Sequence[ToolUse],
+        results: Sequence[ToolResult],
+        confirmations: Confirmations = (),
     ) -> TurnResult:
         self._check_feed()
-        pending = [result for result in results if result.tool_use_id not in self._answered]
+        events = [custom_tool_result(r) for r in results if r.tool_use_id not in self._answered]
+        events += [
+            tool_confirmation(use.id, decision)
+            for use, decision in confirmations
+            if use.id not in self._answered
+        ]
         echoes: set[str] = set()
-        if pending:
-            echoes = self._post_results(pending)
-            self._answered.update(result.tool_use_id for result in pending)
+        if events:
+            echoes = self._post(events, _answers_landed(events))
+            self._answered.update(_answered_id(event) for event in events)
         return self._await_turn(after=echoes)
+
+    def define_outcome(self, outcome: Outcome) -> TurnResult:
+        self._check_feed()
+        event = define_outcome(outcome)
+        known = self._feed.seen_ids()
+
+        def landed(history: Sequence[Event]) -> dict[int, str]:
+            for seen in history:
+                if (
+                    seen.get("type") == DEFINE_OUTCOME
+                    and seen.get("id") not in known
+                    and seen.get("description") == outcome.description
+                ):
+                    return {0: str(seen.get("id"))}
+            return {}
+
+        self._outcome_pending = True
+        return self._await_turn(after=self._post([event], landed))
 
     def unanswered_tool_uses(self) -> list[ToolUse]:
         return [use for use_id, use in self._tool_uses.items() if use_id not in self._answered]
@@ -225,8 +281,33 @@ class ClaudeConversation:
         if kind == CUSTOM_TOOL_USE:
             tool_use = tool_use_of(event)
             self._tool_uses.setdefault(tool_use.id, tool_use)
-        elif kind == CUSTOM_TOOL_RESULT:
-            self._answered.add(str(event.get("custom_tool_use_id")))
+        elif asks_permission(event):
+            tool_use = tool_use_of(event)
+            self._asks.setdefault(tool_use.id, tool_use)
+        elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION):
+            self._answered.add(_answered_id(event))
+        elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
+            self._outcome_pending = False
+        elif kind == "agent.message" and self._on_text is not None:
+            message = str(event.get("id", ""))
+            self._previews.pop(message, None)
+            self._on_text(message, text_of(event), True)
+
+    def _preview(self, event: Event) -> None:
+        """Add an ``event_delta`` to its message's text and report the text so far."""
+        if self._on_text is None or event.get("type") != "event_delta":
+            return  # event_start opens a preview that its deltas fill in
+        delta = event.get("delta")
+        content = delta.get("content") if isinstance(delta, Mapping) else None
+        text = content.get("text") if isinstance(content, Mapping) else None
+        if not isinstance(text, str) or not isinstance(delta, Mapping):
+            return
+        message = str(event.get("event_id", ""))
+        index = delta.get("index")
+        blocks = self._previews.setdefault(message, {})
+        key = index if isinstance(index, int) else 0
+        blocks[key] = blocks.get(key, "") + text
+        self._on_text(message, "".join(blocks[i] for i in sorted(blocks)), False)
 
     def _await_turn(
         self, prefix: Sequence[Event] = (), after: set[str] | None = None
@@ -240,6 +321,9 @@ class ClaudeConversation:
             item = self._next()
             events = item.events if isinstance(item, History) else [item]
             for event in events:
+                if event.get("type") in _PREVIEWS:
+                    self._preview(event)
+                    continue
                 self._observe(event)
                 self._on_event(event)
                 if not started:
@@ -249,47 +333,32 @@ class ClaudeConversation:
                 batch.append(event)
                 if not is_boundary(event):
                     continue
-                turn = self._resolve(normalize(batch, self._tool_uses))
+                turn = self._resolve(normalize(batch, self._tool_uses, self._asks))
                 if turn is not None:
                     return turn
 
     def _resolve(self, turn: TurnResult) -> TurnResult | None:
-        """Drop tool uses already answered; ``None`` for an idle that is entirely stale
-        (it names only calls whose results are already on their way)."""
+        """Drop the calls already answered. ``None`` when the turn has not really ended: an
+        idle that is entirely stale (it names only calls whose answers are on their way), or
+        an ``end_turn`` while the outcome being worked toward has not been settled."""
+        if turn.terminal == "end_turn" and self._outcome_pending:
+            return None
         if turn.terminal != "requires_action":
             return turn
         fresh = tuple(use for use in turn.tool_uses if use.id not in self._answered)
-        if turn.tool_uses and not fresh:
+        asks = tuple(use for use in turn.confirmations if use.id not in self._answered)
+        if (turn.tool_uses or turn.confirmations) and not (fresh or asks):
             return None
-        return replace(turn, tool_uses=fresh)
+        return replace(turn, tool_uses=fresh, confirmations=asks)
 
-    def _post_results(self, results: Sequence[ToolResult]) -> set[str]:
-        """Post the results in one request; the ids the session gave their events."""
-        events = [custom_tool_result(result) for result in results]
-
-        def landed(history: Sequence[Event]) -> dict[int, str]:
-            positions = {str(e["custom_tool_use_id"]): i for i, e in enumerate(events)}
-            return {
-                positions[str(event.get("custom_tool_use_id"))]: str(event.get("id"))
-                for event in history
-                if event.get("type") == CUSTOM_TOOL_RESULT
-                and str(event.get("custom_tool_use_id")) in positions
-            }
-
-        return self._post(events, CUSTOM_TOOL_RESULT, landed)
-
-    def _post(
-        self,
-        events: Sequence[Event],
-        kind: str,
-        landed: Callable[[Sequence[Event]], dict[int, str]],
-    ) -> set[str]:
+    def _post(self, events: Sequence[Event], landed: Landed) -> set[str]:
         """Post ``events`` once; after a failure that does not prove they were refused,
         re-send only those the history does not show (``landed`` maps the position of each
         event found there to the id the session gave it). Returns the ids of the events as
         the session recorded them."""
+        kinds = {str(event["type"]) for event in events}
         try:
-            return _echo_ids(self._send(events), kind)
+            return _echo_ids(self._send(events), kinds)
         except (TransportError, ServerError, RateLimitError) as exc:
             failure: ManagedAgentsError = exc
         for attempt in range(RESULT_RESEND_ATTEMPTS):
@@ -299,7 +368,7 @@ class ClaudeConversation:
                 if retry_after > RESEND_MAX_RETRY_AFTER or failure.error_type in _NEVER_RETRY:
                     raise failure
                 delay = max(delay, retry_after)
-            _log.info("re-checking %s in %.2f s after: %s", kind, delay, failure)
+            _log.info("re-checking %s in %.2f s after: %s", sorted(kinds), delay, failure)
             if self._feed.wait_stopped(delay) or self._aborted:
                 raise Aborted
             try:
@@ -310,7 +379,7 @@ class ClaudeConversation:
                 missing = [event for i, event in enumerate(events) if i not in found]
                 echoes = set(found.values())
                 if missing:
-                    echoes |= _echo_ids(self._send(missing), kind)
+                    echoes |= _echo_ids(self._send(missing), kinds)
                 return echoes
             except (TransportError, ServerError, RateLimitError) as exc:
                 failure = exc
@@ -333,7 +402,29 @@ def _is_activity(event: Event) -> bool:
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
 
 
-def _echo_ids(posted: Mapping[str, Any], kind: str) -> set[str]:
+def _answered_id(event: Event) -> str:
+    """The tool use a result or a confirmation answers."""
+    key = "custom_tool_use_id" if event.get("type") == CUSTOM_TOOL_RESULT else "tool_use_id"
+    return str(event.get(key))
+
+
+def _answers_landed(events: Sequence[Event]) -> Landed:
+    """Which of the posted results and confirmations the history shows (by the tool use
+    each answers), for :meth:`ClaudeConversation._post`."""
+    positions = {(str(e["type"]), _answered_id(e)): i for i, e in enumerate(events)}
+
+    def landed(history: Sequence[Event]) -> dict[int, str]:
+        found = {}
+        for event in history:
+            position = positions.get((str(event.get("type")), _answered_id(event)))
+            if position is not None:
+                found[position] = str(event.get("id"))
+        return found
+
+    return landed
+
+
+def _echo_ids(posted: Mapping[str, Any], kinds: set[str]) -> set[str]:
     """The ids the session gave the events we posted (empty if it named none, and then
     nothing waits for them)."""
     data = posted.get("data")
@@ -342,5 +433,7 @@ def _echo_ids(posted: Mapping[str, Any], kind: str) -> set[str]:
     return {
         str(event["id"])
         for event in data
-        if isinstance(event, Mapping) and event.get("id") and event.get("type", kind) == kind
+        if isinstance(event, Mapping)
+        and event.get("id")
+        and event.get("type", next(iter(kinds))) in kinds
     }

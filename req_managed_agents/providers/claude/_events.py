@@ -5,6 +5,11 @@ A turn ends at ``session.status_idle``, ``session.status_terminated``, ``session
 a ``session.error`` the server has stopped retrying (an error whose ``retry_status`` is
 ``retrying`` is followed by more work, so it does not end the turn). Unknown event types are
 never dropped: they ride along in ``TurnResult.events``.
+
+A ``requires_action`` idle names the events it waits on: custom tool uses (answered with
+results) and provider tool uses whose ``evaluated_permission`` is ``ask`` (answered with
+confirmations). In a turn working toward an outcome, a ``needs_revision`` evaluation rejects
+the draft before it: the turn's text is what the agent wrote after the last one.
 """
 
 from __future__ import annotations
@@ -12,15 +17,28 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
+from req_managed_agents._vocabulary import (
+    Allow,
+    Decision,
+    Outcome,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
 from req_managed_agents.providers._base import count
 
 __all__ = [
+    "OUTCOME_SETTLED",
+    "asks_permission",
     "custom_tool_result",
+    "define_outcome",
     "interrupt",
     "is_boundary",
     "normalize",
     "text_of",
+    "tool_confirmation",
     "tool_use_of",
     "unanswered_tool_uses",
     "user_message",
@@ -30,7 +48,12 @@ Event = Mapping[str, Any]
 
 CUSTOM_TOOL_USE = "agent.custom_tool_use"
 CUSTOM_TOOL_RESULT = "user.custom_tool_result"
+TOOL_CONFIRMATION = "user.tool_confirmation"
+DEFINE_OUTCOME = "user.define_outcome"
+OUTCOME_EVALUATION_END = "span.outcome_evaluation_end"
 SERVER_TOOL_USES = frozenset({"agent.tool_use", "agent.mcp_tool_use"})
+# Evaluation results after which no more grading follows for that outcome.
+OUTCOME_SETTLED = frozenset({"satisfied", "failed", "max_iterations_reached", "interrupted"})
 _ENDING_TYPES = frozenset(
     {"session.status_idle", "session.status_terminated", "session.deleted", "session.error"}
 )
@@ -54,6 +77,36 @@ def custom_tool_result(result: ToolResult) -> dict[str, Any]:
     return event
 
 
+def tool_confirmation(tool_use_id: str, decision: Decision) -> dict[str, Any]:
+    """Allow or deny a provider tool use that waits for permission."""
+    event: dict[str, Any] = {"type": TOOL_CONFIRMATION, "tool_use_id": tool_use_id}
+    if isinstance(decision, Allow):
+        event["result"] = "allow"
+    else:
+        event["result"] = "deny"
+        if decision.message:
+            event["deny_message"] = decision.message
+    return event
+
+
+def define_outcome(outcome: Outcome) -> dict[str, Any]:
+    """The ``user.define_outcome`` event for ``outcome`` (a text rubric as a text object)."""
+    rubric = outcome.rubric
+    event: dict[str, Any] = {
+        "type": DEFINE_OUTCOME,
+        "description": outcome.description,
+        "rubric": {"type": "text", "content": rubric} if isinstance(rubric, str) else dict(rubric),
+    }
+    if outcome.max_iterations is not None:
+        event["max_iterations"] = outcome.max_iterations
+    return event
+
+
+def asks_permission(event: Event) -> bool:
+    """Whether ``event`` is a provider tool use waiting for a confirmation."""
+    return event.get("type") in SERVER_TOOL_USES and event.get("evaluated_permission") == "ask"
+
+
 def interrupt() -> dict[str, Any]:
     """Ask the server to stop the running turn (it then idles with ``end_turn``)."""
     return {"type": "user.interrupt"}
@@ -74,10 +127,12 @@ def is_boundary(event: Event) -> bool:
 def tool_use_of(event: Event) -> ToolUse:
     """The :class:`ToolUse` described by a tool-use event (non-object input becomes ``{}``)."""
     tool_input = event.get("input")
+    server = event.get("mcp_server_name")
     return ToolUse(
         str(event.get("id", "")),
         str(event.get("name", "")),
         dict(tool_input) if isinstance(tool_input, Mapping) else {},
+        mcp_server=server if isinstance(server, str) else None,
     )
 
 
@@ -125,13 +180,18 @@ def _usage(event: Event) -> Usage:
     )
 
 
-def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) -> TurnResult:
+def normalize(
+    batch: Sequence[Event],
+    known_tool_uses: Mapping[str, ToolUse],
+    known_asks: Mapping[str, ToolUse] | None = None,
+) -> TurnResult:
     """Fold one turn's events into a :class:`TurnResult`.
 
-    The latest boundary decides the terminal. For ``requires_action`` the tool uses named
-    by ``stop_reason.event_ids`` are looked up in this batch first and then in
-    ``known_tool_uses`` (every custom tool use seen earlier in the session), because an idle
-    may point at a tool use delivered in an earlier batch.
+    The latest boundary decides the terminal. For ``requires_action`` the events named by
+    ``stop_reason.event_ids`` are looked up in this batch first, then in ``known_tool_uses``
+    (every custom tool use seen earlier in the session) and ``known_asks`` (provider tool
+    uses waiting for permission), because an idle may point at a tool use delivered in an
+    earlier batch.
     """
     boundary = next((event for event in reversed(batch) if is_boundary(event)), None)
     terminal, stop_reason = _terminal(boundary)
@@ -139,6 +199,8 @@ def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) ->
     usage = Usage()
     server_tool_uses: list[ToolUse] = []
     batch_tool_uses: dict[str, ToolUse] = {}
+    batch_asks: dict[str, ToolUse] = {}
+    outcome: Mapping[str, Any] | None = None
     for event in batch:
         kind = event.get("type")
         if kind == "agent.message":
@@ -151,14 +213,26 @@ def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) ->
             tool_use = tool_use_of(event)
             batch_tool_uses[tool_use.id] = tool_use
         elif kind in SERVER_TOOL_USES:
-            server_tool_uses.append(tool_use_of(event))
+            tool_use = tool_use_of(event)
+            server_tool_uses.append(tool_use)
+            if asks_permission(event):
+                batch_asks[tool_use.id] = tool_use
+        elif kind == OUTCOME_EVALUATION_END:
+            outcome = event
+            if event.get("result") == "needs_revision":
+                texts = []  # a rejected draft is not the answer
     tool_uses: list[ToolUse] = []
+    confirmations: list[ToolUse] = []
     if terminal == "requires_action" and isinstance(stop_reason, Mapping):
         event_ids = stop_reason.get("event_ids")
         for event_id in event_ids if isinstance(event_ids, list) else []:
             found = batch_tool_uses.get(event_id) or known_tool_uses.get(event_id)
             if found is not None and found not in tool_uses:
                 tool_uses.append(found)
+                continue
+            ask = batch_asks.get(event_id) or (known_asks or {}).get(event_id)
+            if ask is not None and ask not in confirmations:
+                confirmations.append(ask)
     return TurnResult(
         terminal=terminal,
         text="\n".join(texts),
@@ -167,6 +241,8 @@ def normalize(batch: Sequence[Event], known_tool_uses: Mapping[str, ToolUse]) ->
         usage=usage,
         stop_reason=stop_reason,
         events=tuple(batch),
+        confirmations=tuple(confirmations),
+        outcome=outcome,
     )
 
 

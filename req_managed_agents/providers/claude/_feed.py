@@ -10,6 +10,10 @@ once and the dedupe set knows them all: an old event can never come back as new 
 later reconnect. A frame that does not parse is not dropped: the history has the event it
 carried, so the feed catches up from it at once.
 
+With ``event_deltas`` the stream also carries previews of the agent's messages as they are
+written (``event_start``/``event_delta``, live only, never in the history); a server that
+refuses the request for them (400) gets a stream without.
+
 A dropped connection, a server that ends the stream, or silence longer than ``idle_timeout``
 (heartbeats count as traffic) all lead to a reconnect after an escalating, jittered backoff,
 never shorter than the server's ``retry-after``. The reconnect budget counts consecutive
@@ -39,6 +43,7 @@ from req_managed_agents._json import loads
 from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
+    BadRequestError,
     ManagedAgentsError,
     RateLimitError,
     ServerError,
@@ -64,6 +69,9 @@ HEALTHY_CONNECTION_SECONDS = 30.0
 # A server asking to wait longer than this before reconnecting is taken at its word: give up.
 MAX_RECONNECT_RETRY_AFTER = 300.0
 _HEARTBEAT_TYPES = frozenset({"ping", "heartbeat"})
+# Previews asked for with event_deltas, and the frame types they arrive as.
+_PREVIEWED = ("agent.message",)
+_PREVIEW_TYPES = frozenset({"event_start", "event_delta"})
 # After these no stream will ever carry anything again: stop instead of reconnecting.
 _ENDING_TYPES = frozenset({"session.deleted", "session.status_terminated"})
 
@@ -104,8 +112,10 @@ class EventFeed:
         deliver_history: bool,
         telemetry_metadata: Mapping[str, Any],
         max_reconnect_attempts: int = MAX_RECONNECT_ATTEMPTS,
+        event_deltas: bool = False,
     ) -> None:
         self._client = client
+        self._deltas = _PREVIEWED if event_deltas else ()
         self._session_id = session_id
         self._idle_timeout = idle_timeout
         self._deliver_history = deliver_history
@@ -242,12 +252,7 @@ class EventFeed:
     def _connect_and_read(self) -> None:
         """One connection's life; returns when the server ends it, raises what broke it."""
         self._progressed = False
-        response = self._client.open_event_stream(
-            self._session_id,
-            idle_timeout=self._idle_timeout,
-            cancelled=self._stopped,
-            telemetry_metadata=self._metadata,
-        )
+        response = self._open_stream()
         try:
             with self._lock:
                 self._response = response
@@ -289,11 +294,30 @@ class EventFeed:
                 self._response = None
             response.close()
 
+    def _open_stream(self) -> requests.Response:
+        try:
+            return self._client.open_event_stream(
+                self._session_id,
+                idle_timeout=self._idle_timeout,
+                cancelled=self._stopped,
+                telemetry_metadata=self._metadata,
+                event_deltas=self._deltas,
+            )
+        except BadRequestError:
+            if not self._deltas:
+                raise
+            _log.info("the event stream refused event_deltas; reading whole messages only")
+            self._deltas = ()
+            return self._open_stream()
+
     def _history(self) -> list[Event]:
         return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
 
     def _deliver(self, event: Event) -> None:
         """Queue ``event`` unless already delivered."""
+        if event.get("type") in _PREVIEW_TYPES:
+            self._queue.put(event)  # live only, without an id: nothing to dedupe or report
+            return
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
             with self._lock:

@@ -10,7 +10,7 @@ import requests
 from req_managed_agents._config import credential, required_setting, setting, text_setting
 from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, check_options, handle_id
+from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
 from req_managed_agents.providers.claude._client import (
     ANTHROPIC_VERSION,
     MANAGED_AGENTS_BETA,
@@ -42,6 +42,7 @@ class ClaudeManagedAgents:
     """
 
     name = PROVIDER_NAME
+    supports_outcomes = True
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class ClaudeManagedAgents:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
+        on_text: TextSink | None = None,
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
         check_options(options, _OPTIONS, "Claude Managed Agents")
@@ -117,6 +119,7 @@ class ClaudeManagedAgents:
             on_event=on_event,
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
+            on_text=on_text,
         )
 
 
