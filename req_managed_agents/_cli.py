@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -11,6 +12,7 @@ from req_managed_agents.errors import ManagedAgentsError
 
 # What shells report for a command stopped by Ctrl-C (128 + SIGINT).
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return _run_command(args)
+    except BrokenPipeError:
+        # The reader went away (``rma ... | head``): stop quietly, as other tools do, and keep
+        # the interpreter's final flush from complaining again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         # The session has already stopped the run (remote turn included) on its way out.
         print("rma: interrupted", file=sys.stderr)

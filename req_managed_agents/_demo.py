@@ -45,12 +45,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--environment-id", help="a real Claude environment (with --agent-id)")
     parser.add_argument("--harness-arn", help="a real AgentCore harness (with AWS credentials)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+    parser.add_argument(
+        "--turn-delay",
+        type=float,
+        default=0.0,
+        help="built-in emulators only: seconds the scripted agent takes per turn (default 0)",
+    )
 
 
 def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the demo session, showing it as it happens, then a summary; the exit code says
     whether it ended well."""
     out = out if out is not None else sys.stdout
+    if args.turn_delay < 0:
+        out.write("--turn-delay must not be negative\n")
+        return 2
+    if args.turn_delay and (args.agent_id or args.environment_id or args.harness_arn):
+        out.write("--turn-delay only applies to the built-in emulators\n")
+        return 2
     if args.provider == "agentcore":
         result = _run_agentcore(args, out)
     elif args.agent_id or args.environment_id:
@@ -91,16 +103,19 @@ def _say(out: TextIO, text: str) -> None:
     out.flush()
 
 
-def _script(turn: Any, call: Any) -> list[Any]:
+def _script(turn: Any, call: Any, delay: float) -> list[Any]:
     """The scripted agent of both emulators: look up two cities, then report."""
     return [
         turn(
             text="Let me look up both cities.",
             tool_calls=[call("get_weather", city="Paris"), call("get_weather", city="Tokyo")],
             usage=(412, 58),
+            delay=delay,
         ),
         turn(
-            text=lambda results: "Here is the weather: " + "; ".join(results) + ".", usage=(530, 41)
+            text=lambda results: "Here is the weather: " + "; ".join(results) + ".",
+            usage=(530, 41),
+            delay=delay,
         ),
     ]
 
@@ -118,7 +133,7 @@ def _run_claude(args: argparse.Namespace, out: TextIO) -> SessionResult:
 def _run_claude_emulator(args: argparse.Namespace, out: TextIO) -> SessionResult:
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
-    with ClaudeEmulator(_script(Turn, call)) as emulator:
+    with ClaudeEmulator(_script(Turn, call, args.turn_delay)) as emulator:
         out.write(f"Running against the built-in emulator at {emulator.base_url} (no network).\n")
         agent_id = emulator.add_agent(name="weather-demo")
         environment_id = emulator.add_environment(name="demo-env")
@@ -135,7 +150,7 @@ def _run_agentcore(args: argparse.Namespace, out: TextIO) -> SessionResult:
             return _show(provider, args, out, harness_arn=args.harness_arn, tools=demo_tools())
     from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
 
-    with AgentCoreEmulator(_script(ConverseTurn, call)) as emulator:
+    with AgentCoreEmulator(_script(ConverseTurn, call, args.turn_delay)) as emulator:
         out.write(
             f"Running against the built-in AgentCore emulator at {emulator.data_url} "
             "(SigV4-signed, no network).\n"
