@@ -1,0 +1,170 @@
+"""Every Python block of the README runs as written, against the emulators.
+
+The blocks read their credentials and endpoints from the environment as user code would, so
+the environment points at loopback emulators; the only edit is the placeholder ids
+(``agent_...``, ``env_...``, ``sesn_...``, the example harness ARN), replaced with ids the
+emulators made. Each block runs alone in a fresh namespace: a block that leans on another's
+names fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from req_managed_agents import telemetry
+from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
+from req_managed_agents.testing._script import ToolCall
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE_HARNESS = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/weather-AbCdEf1234"
+WEATHER = [Turn(tool_calls=[call("get_weather", city="Paris")]), Turn(text="Sunny in Paris.")]
+CONFIRMATIONS = [
+    Turn(
+        server_tool_calls=[
+            ToolCall(
+                "delete_branch", {"name": "old"}, "deleted", permission="ask", mcp_server="github"
+            ),
+            ToolCall("list_issues", {}, "[]", permission="ask", mcp_server="github"),
+        ]
+    ),
+    Turn(text="Tidied up."),
+]
+
+
+@dataclass(frozen=True)
+class Block:
+    heading: str
+    line: int
+    code: str
+
+
+def python_blocks() -> list[Block]:
+    blocks: list[Block] = []
+    heading = ""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        if line.strip() == "```python":
+            end = lines.index("```", index + 1)
+            blocks.append(Block(heading, index + 1, "\n".join(lines[index + 1 : end]) + "\n"))
+            index = end
+        index += 1
+    return blocks
+
+
+BLOCKS = python_blocks()
+
+
+@pytest.fixture
+def claude() -> Iterator[ClaudeEmulator]:
+    with ClaudeEmulator(WEATHER) as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def environment(
+    claude: ClaudeEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[AgentCoreEmulator | None]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", claude.api_key)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.base_url)
+    # A block that attaches telemetry must not leave its subscriber to later tests.
+    monkeypatch.setattr(telemetry, "_subscribers", telemetry._subscribers)
+    try:
+        import botocore  # noqa: F401 - only to know whether the AgentCore blocks can run
+    except ImportError:
+        yield None
+        return
+    with AgentCoreEmulator([ConverseTurn(text="Sunny in Paris.")]) as agentcore:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", agentcore.access_key_id)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", agentcore.secret_access_key)
+        monkeypatch.setenv("AWS_REGION", agentcore.region)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE", agentcore.data_url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL", agentcore.control_url)
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+        yield agentcore
+
+
+def prepare(block: Block, claude: ClaudeEmulator, agentcore: AgentCoreEmulator | None) -> str:
+    """The block with its placeholders replaced by what the emulators made for it."""
+    code = block.code
+    script = CONFIRMATIONS if block.heading == "Tool confirmations" else WEATHER
+    code = code.replace('"agent_..."', repr(claude.add_agent(script)))
+    code = code.replace('"env_..."', repr(claude.add_environment()))
+    if '"sesn_..."' in code:
+        session = claude.provider().client.create_session(
+            claude.add_agent(), claude.add_environment()
+        )
+        claude.add_output(session["id"], "report.csv", b"city,weather\nParis,sunny\n")
+        code = code.replace('"sesn_..."', repr(session["id"]))
+    if EXAMPLE_HARNESS in code:
+        if agentcore is None:
+            pytest.skip("the AgentCore block needs the [aws] extra")
+        code = code.replace(
+            EXAMPLE_HARNESS, agentcore.add_harness(name=f"h{uuid.uuid4().hex[:12]}")
+        )
+    return code
+
+
+def check(block: Block, namespace: dict[str, Any], claude: ClaudeEmulator) -> None:
+    """What each block is for, beyond running without an error."""
+    if "result" in namespace and hasattr(namespace["result"], "terminal"):
+        assert namespace["result"].terminal == "end_turn", namespace["result"]
+    if block.heading == "Streaming" and "ask" in namespace:
+        serve_the_django_view(namespace)
+    if "test_weather" in namespace:
+        with ClaudeEmulator() as emulator:
+            namespace["test_weather"](emulator)
+    if block.heading == "Tool confirmations":
+        confirmations = [
+            event
+            for session_id in claude.session_ids()
+            for event in claude.events(session_id)
+            if event["type"] == "user.tool_confirmation"
+        ]
+        assert [(e["result"], e.get("deny_message")) for e in confirmations] == [
+            ("deny", "deleting is not allowed from this app"),
+            ("allow", None),
+        ]
+
+
+def serve_the_django_view(namespace: dict[str, Any]) -> None:
+    from django.conf import settings
+    from django.test import RequestFactory
+
+    if not settings.configured:
+        settings.configure(DEBUG=False, ALLOWED_HOSTS=["*"])
+    response = namespace["ask"](RequestFactory().get("/ask", {"q": "Weather in Paris?"}))
+    body = b"".join(response.streaming_content).decode()
+    assert response["content-type"] == "text/event-stream"
+    texts = re.findall(r"^data: (.*)$", body, flags=re.MULTILINE)
+    assert "".join(json.loads(text) for text in texts) == "Sunny in Paris."
+
+
+def test_the_readme_has_blocks_to_run() -> None:
+    assert len(BLOCKS) >= 10
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"line-{b.line}-{b.heading}" for b in BLOCKS])
+def test_a_readme_block_runs_as_written(
+    block: Block, claude: ClaudeEmulator, environment: AgentCoreEmulator | None
+) -> None:
+    if "django" in block.code:
+        pytest.importorskip("django")
+    code = prepare(block, claude, environment)
+    namespace: dict[str, Any] = {"__name__": f"readme_line_{block.line}"}
+    exec(compile(code, f"README.md:{block.line}", "exec"), namespace)
+    check(block, namespace, claude)
