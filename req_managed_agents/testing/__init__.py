@@ -9,9 +9,10 @@ reconnects and timeouts are exercised over real sockets, and faults can be injec
 session runs. It needs only the standard library.
 
 A script is a sequence of :class:`Turn` objects, played one per input over the life of a
-session: each ``user.message``, or each complete set of results for the previous turn's
-custom tool calls, plays the next turn; when the script runs out, the agent answers
-``(script finished)``. A turn's text may be a function of the texts that triggered it::
+session: each ``user.message`` or ``user.define_outcome``, or each complete set of answers
+to what the previous turn paused on (custom tool results, tool confirmations), plays the
+next turn; when the script runs out, the agent answers ``(script finished)``. A turn's text
+may be a function of the texts that triggered it::
 
     from req_managed_agents import Tools, run_to_completion
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
@@ -42,10 +43,53 @@ custom tool calls, plays the next turn; when the script runs out, the agent answ
 Other HTTP clients must send what the real API requires: ``x-api-key: <emulator.api_key>`` (or
 ``authorization: Bearer <key>``), an ``anthropic-version`` header and ``anthropic-beta:
 managed-agents-2026-04-01``. Each turn logs, in order: ``session.status_running``,
-``span.model_request_start``, ``agent.message`` (when there is text), ``agent.tool_use`` and
-``agent.tool_result`` per server tool call, ``span.model_request_end``, one
-``agent.custom_tool_use`` per tool call, ``session.usage`` and ``session.status_idle`` (or the
-terminated/error ending). Options: ``ping_interval`` (seconds of silence before a heartbeat),
+``span.model_request_start``, ``agent.thinking`` (``Turn(thinking=True)``), ``agent.message``
+(when there is text), per server tool call an ``agent.tool_use`` (``agent.mcp_tool_use`` for
+a ``ToolCall(mcp_server=...)``) with its ``evaluated_permission`` and ``evaluation`` and,
+unless it asks for permission, its ``agent.tool_result`` (``agent.mcp_tool_result``),
+``span.model_request_end``, one ``agent.custom_tool_use`` per tool call, ``session.usage``
+and ``session.status_idle`` (or the terminated/error ending). ``session.usage`` comes right
+before every idle and terminal ending, and nowhere else.
+
+Permission policies: a server ``ToolCall(permission="deny")`` gets the error result
+``Permission to use <name> has been denied.`` at once; ``permission="ask"`` pauses the turn:
+the idle's ``requires_action`` lists every asking call's id, then every custom tool call's,
+and the session waits for one ``user.tool_confirmation`` per asking call (``result``
+``"allow"`` or ``"deny"``, ``deny_message`` only with ``"deny"``) and one
+``user.custom_tool_result`` per custom call. Answering only some idles again, naming the
+rest. Once all are in, the turn resumes: ``session.status_running``, the confirmed calls'
+results (the scripted ``result``, or an error result ending with the deny message), then
+the next turn, whose text receives the custom results in call order, then ``"allowed"``,
+``"denied"`` or ``"denied: <deny_message>"`` per confirmed call. A confirmation for an
+unknown id, a call that does not ask, one already confirmed, or with a ``deny_message`` on
+``"allow"`` is a 400 and logs nothing.
+
+Outcomes: ``user.define_outcome`` (``description``, a ``text`` rubric of at most 262144
+characters or a ``file`` rubric naming a stored file, ``max_iterations`` 1-20, default 3;
+one outcome at a time) is echoed with an ``outcome_id`` and plays the next turn with the
+description as its input. Each turn of it that would end ``end_turn`` is graded:
+``span.outcome_evaluation_start`` and ``span.outcome_evaluation_end`` (``iteration`` from
+0) with the turn's scripted ``Turn(evaluation=..., explanation=...)`` verdict
+(``"satisfied"`` by default). ``needs_revision`` plays the next turn at once, its text
+receiving the explanation; the last of ``max_iterations`` evaluations turns it into
+``max_iterations_reached``, after which one final, ungraded turn plays; ``satisfied`` and
+``failed`` idle at once. The session's ``outcome_evaluations`` follow along (``pending``,
+``running``, ``evaluating``, then the verdict). An interrupt during an outcome grades its
+current iteration ``interrupted`` (a start and an end span) and ends it.
+
+Interrupts: ``user.interrupt`` ends a running turn, or one paused at ``requires_action``
+(whose answers are then refused), with ``session.status_idle`` ``end_turn``; on an idle
+session it is logged and does nothing else.
+
+Live previews: a stream opened with ``event_deltas[]=agent.message`` (repeatable; also
+``agent.thinking``; anything else, or more than 100 values, is a 400) gets, right before
+each ``agent.message``, ``{"type": "event_start", "event": {"type", "id"}}`` and
+``event_delta`` frames (``{"type": "event_delta", "event_id", "delta": {"type":
+"content_delta", "index", "content": {"type": "text", "text": <piece>}}}``) carrying each
+text block in three pieces; ``agent.thinking`` previews are an ``event_start`` alone.
+Previews have no ``id`` or ``processed_at``, are never in the history and never replayed.
+
+Options: ``ping_interval`` (seconds of silence before a heartbeat),
 ``heartbeat="comment"|"event"`` (``: ping`` line or ``event: ping`` frame), ``sse_ids=True``
 (``id:`` lines on frames) and ``unique_names=True`` (a taken agent or environment name is a 409).
 
@@ -83,9 +127,11 @@ results); both emulators have them:
 
 Stream faults of the Claude emulator, at a 0-based position of the session log (echoed user
 events count), for the next ``times`` stream connections about to send that event, or any
-session's with ``session_id=None``; the event stays in the history:
+session's with ``session_id=None``; the event stays in the history, and a fault meets it
+before its previews:
 
-* ``drop_stream(at_event, session_id=None, times=1)`` cuts the connection;
+* ``drop_stream(at_event, session_id=None, times=1, after_deltas=None)`` cuts the connection
+  (with ``after_deltas=k``, after the event's ``event_start`` and ``k`` of its deltas);
 * ``stall_stream(at_event, seconds, session_id=None)`` (once) makes it go silent, pings
   included, for ``seconds`` and then close;
 * ``corrupt_stream(at_event, session_id=None, times=1)`` writes, instead of the event, a frame
@@ -94,7 +140,8 @@ session's with ``session_id=None``; the event stays in the history:
   ``duplicate_stream_events()`` writes every event twice on every stream.
 
 An event meets one stream fault at most (stalls first, then drops, corruptions and
-duplications). ``terminate_session(session_id)`` fails the session as the service would.
+duplications). ``terminate_session(session_id)`` fails the session as the service would;
+``fail_turn(session_id)`` gives up on the running turn (``retries_exhausted``).
 
 For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_id)`` (the
 log), ``session_ids()``, ``files(session_id=None)`` (file metadata),
@@ -104,8 +151,11 @@ that a test met the fault it set up) and ``wait_until(predicate, timeout)``.
 ``close()`` (or leaving the ``with`` block) ends open streams and joins the emulator's threads.
 
 :class:`AgentCoreEmulator` is the AWS Bedrock AgentCore Harness service, on two loopback
-ports as AWS uses two hosts: ``emulator.data_url`` (InvokeHarness, InvokeAgentRuntimeCommand)
-and ``emulator.control_url`` (CreateHarness, GetHarness, ListHarnesses, DeleteHarness). Every
+ports as AWS uses two hosts: ``emulator.data_url`` (InvokeHarness, InvokeAgentRuntimeCommand,
+StopRuntimeSession) and ``emulator.control_url`` (CreateHarness, GetHarness, ListHarnesses,
+DeleteHarness). GetHarness shows the runtime behind each harness
+(``environment.agentCoreRuntimeEnvironment.agentRuntimeArn``), which commands and
+StopRuntimeSession address. Every
 request must carry a valid SigV4 signature for service ``bedrock-agentcore`` made with the
 emulator's test credentials (``access_key_id``, ``secret_access_key``, optional
 ``session_token``, ``region``); bodies are checked against the botocore service models.
@@ -128,6 +178,11 @@ blocks, as the live service requires::
 
 A turn is committed (the conversation advances) as its ``messageStop`` frame goes out: a
 retried invocation replays a turn cut before it and meets the next turn after it.
+StopRuntimeSession (``POST /runtimes/{arn}/stopruntimesession``, a runtime session id of at
+least 33 characters, ``{clientToken?}``; an unknown runtime is a 404) cuts the session's
+in-flight InvokeHarness streams (they end ``"stopped"``) and forgets its conversation: the
+next invocation with that id starts from the script's first turn.
+
 Faults and controls: ``fail_requests(...)`` (AWS-style HTTP errors, e.g. 429
 ThrottlingException), ``reset_requests(...)`` and ``before_requests(...)`` as above, and
 frame faults, each for the next ``times`` invocations in the order added:
@@ -140,7 +195,8 @@ then the end without ``metadata``: clean, or a cut connection), ``stall_stream(.
 through). Commands run through ``command_runner`` (default: ``/bin/sh`` in the temporary
 directory ``workdir``) and report a :class:`CommandOutput`. For assertions: ``invocations``
 (:class:`Invocation`), ``turn_frames(harness_arn, runtime_session_id)`` (the frames of each
-committed turn), ``commands`` (:class:`CommandRecord`), ``signature_failures``,
+committed turn), ``commands`` (:class:`CommandRecord`), ``stopped_sessions``
+(:class:`StoppedSession`), ``signature_failures``,
 ``harnesses()``, ``pending_faults()`` and ``requests``. The ``agentcore_emulator`` fixture
 yields a fresh ``AgentCoreEmulator()``.
 """
@@ -153,6 +209,7 @@ from req_managed_agents.testing._agentcore import (
     CommandRecord,
     ConverseTurn,
     Invocation,
+    StoppedSession,
 )
 from req_managed_agents.testing._claude import ClaudeEmulator, Turn
 from req_managed_agents.testing._script import ToolCall, call
@@ -166,6 +223,7 @@ __all__ = [
     "ConverseTurn",
     "Invocation",
     "RecordedRequest",
+    "StoppedSession",
     "StreamConnection",
     "ToolCall",
     "Turn",

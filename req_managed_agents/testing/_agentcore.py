@@ -1,11 +1,12 @@
 """A local AWS Bedrock AgentCore Harness service whose harnesses play scripts, not a model.
 
 AWS serves the harness API from two hosts, so the emulator listens on two ports:
-``data_url`` answers InvokeHarness and InvokeAgentRuntimeCommand, ``control_url`` the harness
-CRUD of the control plane. Both recompute every request's SigV4 signature (signing name
-``bedrock-agentcore`` for both) from the emulator's test credentials, check request bodies
-against the botocore service models and answer errors in AWS's rest-json form, so a client's
-signing and serialization are under test as much as its handling of the responses.
+``data_url`` answers InvokeHarness, InvokeAgentRuntimeCommand and StopRuntimeSession,
+``control_url`` the harness CRUD of the control plane. Both recompute every request's SigV4
+signature (signing name ``bedrock-agentcore`` for both) from the emulator's test
+credentials, check request bodies against the botocore service models and answer errors in
+AWS's rest-json form, so a client's signing and serialization are under test as much as its
+handling of the responses.
 
 Choices where the service is undocumented or timing-dependent, made to keep tests
 deterministic:
@@ -22,7 +23,11 @@ deterministic:
 * an invocation advances the conversation as its turn's ``messageStop`` goes out, whatever
   follows (``metadata``, an injected fault or nothing): a client's retry of an invocation
   cut before ``messageStop`` replays the turn, a retry after it meets the next turn;
-* a command's stdout is streamed before its stderr, since the runner returns them apart.
+* a command's stdout is streamed before its stderr, since the runner returns them apart;
+* StopRuntimeSession answers 200 for any session id of a known runtime, even one never
+  invoked; it cuts in-flight InvokeHarness streams of the session (a command already running
+  finishes) and forgets the session's conversation, so a later invocation with that id
+  starts from the script's first turn and a resume of its tool calls is refused.
 
 botocore is imported when an emulator is created, never when this module is imported.
 
@@ -32,7 +37,8 @@ botocore is imported when an emulator is created, never when this module is impo
 conversation rules (``_agentcore_converse``), InvokeHarness (``_agentcore_invoke``), the
 command runner (``_agentcore_commands``) and the control-plane harness registry
 (``_agentcore_harnesses``). This module holds the emulator itself: its constructor and
-test-facing methods, dispatch, and InvokeAgentRuntimeCommand.
+test-facing methods, dispatch, and InvokeAgentRuntimeCommand; StopRuntimeSession lives with
+the conversations it ends, in ``_agentcore_invoke``.
 """
 
 from __future__ import annotations
@@ -54,7 +60,12 @@ from req_managed_agents.testing._agentcore_commands import (
 )
 from req_managed_agents.testing._agentcore_converse import ConverseTurn
 from req_managed_agents.testing._agentcore_harnesses import _ALNUM, _HARNESS_NAME
-from req_managed_agents.testing._agentcore_invoke import Invocation, _FrameFault, _HarnessInvoker
+from req_managed_agents.testing._agentcore_invoke import (
+    Invocation,
+    StoppedSession,
+    _FrameFault,
+    _HarnessInvoker,
+)
 from req_managed_agents.testing._agentcore_shapes import (
     _check_shape,
     _check_structure,
@@ -89,6 +100,7 @@ __all__ = [
     "CommandRecord",
     "ConverseTurn",
     "Invocation",
+    "StoppedSession",
 ]
 
 
@@ -157,6 +169,7 @@ class AgentCoreEmulator(_HarnessInvoker):
         self._conversations = {}
         self._frame_faults = []
         self._invocations = []
+        self._stopped_sessions = []
         self._commands: list[CommandRecord] = []
         self._signature_failures: list[tuple[str, str, str]] = []
         one = "([^/]+)"
@@ -164,6 +177,7 @@ class AgentCoreEmulator(_HarnessInvoker):
             "data": [
                 ("POST", "/harnesses/invoke", self._invoke_harness),
                 ("POST", f"/runtimes/{one}/commands", self._run_command),
+                ("POST", f"/runtimes/{one}/stopruntimesession", self._stop_runtime_session),
             ],
             "control": [
                 ("POST", "/harnesses", self._create_harness),
@@ -302,6 +316,12 @@ class AgentCoreEmulator(_HarnessInvoker):
         """Every well-formed InvokeHarness request, oldest first (a snapshot)."""
         with self._condition:
             return list(self._invocations)
+
+    @property
+    def stopped_sessions(self) -> list[StoppedSession]:
+        """Every well-formed StopRuntimeSession request, oldest first (a snapshot)."""
+        with self._condition:
+            return list(self._stopped_sessions)
 
     @property
     def commands(self) -> list[CommandRecord]:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._script import ToolCall
+from req_managed_agents.testing._script import ToolCall, text_pieces
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -56,14 +56,6 @@ class ConverseTurn:
 _SCRIPT_FINISHED = ConverseTurn(text="(script finished)")
 
 
-def _pieces(text: str, count: int) -> list[str]:
-    """``text`` cut into at most ``count`` non-empty pieces of about the same size."""
-    if not text:
-        return []
-    size = -(-len(text) // min(count, len(text)))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
 @dataclass(frozen=True)
 class _ToolUse:
     id: str
@@ -78,7 +70,7 @@ def _turn_events(
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     first_tool_block = 0
     if text:
-        for piece in _pieces(text, _TEXT_PIECES):
+        for piece in text_pieces(text, _TEXT_PIECES):
             events.append(("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}))
         events.append(("contentBlockStop", {"contentBlockIndex": 0}))
         first_tool_block = 1
@@ -86,7 +78,7 @@ def _turn_events(
         index = first_tool_block + (0 if turn.reuse_block_index else number)
         start = {"toolUse": {"toolUseId": use.id, "name": use.name}}
         events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
-        for piece in _pieces(json.dumps(use.input, separators=(",", ":")), _TEXT_PIECES):
+        for piece in text_pieces(json.dumps(use.input, separators=(",", ":")), _TEXT_PIECES):
             delta = {"toolUse": {"input": piece}}
             events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
         events.append(("contentBlockStop", {"contentBlockIndex": index}))

@@ -10,6 +10,11 @@ cuts it short. A turn is committed - the conversation advances - just before its
 happens after it; a stream cut before ``messageStop`` leaves the turn unplayed, so a
 client's retry of the invocation replays it. Each committed turn keeps the frames written
 for it, for tests to check what a client must have seen.
+
+StopRuntimeSession ends a runtime session the way the service does: its in-flight
+invocations are cut (the connection aborts, the turn is not committed) and its conversation
+is gone, so the next invocation with the same session id starts the script from its first
+turn and knows of no pending tool calls.
 """
 
 from __future__ import annotations
@@ -59,6 +64,17 @@ class Invocation:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class StoppedSession:
+    """A well-formed StopRuntimeSession request: ``runtime_arn`` is the one in its path,
+    ``streams_cut`` how many in-flight InvokeHarness streams it cut."""
+
+    runtime_arn: str
+    runtime_session_id: str
+    qualifier: str | None
+    streams_cut: int
+
+
 class _Conversation:
     """Where one runtime session of one harness is in its script."""
 
@@ -68,6 +84,8 @@ class _Conversation:
         self.generation = 0  # changes on every advance, so a stale invocation cannot commit
         # The frames written for each committed turn, as {event type: payload}.
         self.frames: list[list[dict[str, Any]]] = []
+        self.streams: set[ChunkedStream] = set()  # the invocations playing a turn of it
+        self.stopped = False  # StopRuntimeSession ended it; it is no longer in the registry
 
 
 class _FrameFault:
@@ -126,6 +144,7 @@ class _HarnessInvoker(_ControlPlane):
     _conversations: dict[tuple[str, str], _Conversation]  # by (harness ARN, session id)
     _frame_faults: list[_FrameFault]
     _invocations: list[Invocation]
+    _stopped_sessions: list[StoppedSession]
 
     def _add_fault(self, fault: _FrameFault) -> None:
         with self._condition:
@@ -174,6 +193,19 @@ class _HarnessInvoker(_ControlPlane):
         stream = exchange.open_stream(
             session_id, _EVENT_STREAM, {"x-amzn-RequestId": str(uuid.uuid4())}
         )
+        with self._condition:
+            if conversation.stopped:  # stopped between the plan and the response head
+                stream.abort("stopped")
+                return
+            conversation.streams.add(stream)
+        try:
+            self._answer(stream, plan, refusal)
+        finally:
+            with self._condition:
+                conversation.streams.discard(stream)
+
+    def _answer(self, stream: ChunkedStream, plan: _Plan | None, refusal: str) -> None:
+        """Play an invocation's turn on its open stream, or refuse the conversation."""
         if plan is None:
             _write_last(stream, _exception("runtimeClientError", refusal))
             return
@@ -220,9 +252,11 @@ class _HarnessInvoker(_ControlPlane):
         written: list[dict[str, Any]] = []
         for event_type, payload in events[:count]:
             if plan.turn.delay:
-                self._sleep(plan.turn.delay)
+                self._sleep(plan.turn.delay, stream)
             if self._stopping:
                 stream.abort("emulator_closed")
+                return
+            if stream.ended:  # StopRuntimeSession cut it
                 return
             if event_type == "metadata":
                 payload["metrics"]["latencyMs"] = int((time.monotonic() - started) * 1000)
@@ -240,7 +274,7 @@ class _HarnessInvoker(_ControlPlane):
         if fault is None:
             stream.finish()
         elif fault.kind == "stall":
-            self._sleep(fault.seconds)
+            self._sleep(fault.seconds, stream)
             stream.abort("stalled")
         elif fault.kind in ("truncate", "after_commit"):
             if fault.abrupt:
@@ -283,6 +317,35 @@ class _HarnessInvoker(_ControlPlane):
                 conversation.turns_played, conversation.pending = turns_played, pending
                 conversation.generation += 1
                 conversation.frames.pop()
+
+    def _stop_runtime_session(self, exchange: Exchange, arn: str) -> None:
+        """StopRuntimeSession: cut the session's in-flight invocations, forget its
+        conversation and answer with the session id."""
+        request = exchange.request
+        shape = self._data_model.operation_model("StopRuntimeSession").input_shape
+        errors: list[tuple[str, str]] = []
+        value = request.headers.get(_SESSION_HEADER)
+        _check_shape(shape.members["runtimeSessionId"], value, "runtimeSessionId", errors)
+        body = _json_object(request) if request.raw_body else {}
+        _check_structure(shape, body, "", errors, body_only=True)
+        if errors:
+            raise _invalid(errors)
+        session_id = str(value)
+        with self._condition:
+            harness = self._harness_by_runtime(arn)
+            conversation = self._conversations.pop((harness.record["arn"], session_id), None)
+            streams: list[ChunkedStream] = []
+            if conversation is not None:
+                conversation.stopped = True
+                conversation.generation += 1  # an invocation still playing cannot commit
+                streams = [s for s in conversation.streams if not s.ended]
+            qualifier = query_value(request, "qualifier")
+            stopped = StoppedSession(arn, session_id, qualifier, len(streams))
+            self._stopped_sessions.append(stopped)
+        for stream in streams:
+            stream.abort("stopped")
+        headers = {"x-amzn-RequestId": str(uuid.uuid4()), _SESSION_HEADER: session_id}
+        exchange.respond_json(200, {}, headers)
 
     def _pending_faults(self) -> int:
         return super()._pending_faults() + sum(f.remaining for f in self._frame_faults)

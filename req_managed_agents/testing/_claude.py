@@ -16,13 +16,28 @@ deterministic:
   files: its outputs (as the service does) and the copies mounted by its resources;
 * a turn's outputs are listed as soon as the turn writes them (the service can lag seconds);
 * ``GET /v1/files`` without ``scope_id`` lists every file: uploads, mounted copies and
-  outputs, newest first; deleting a session resource deletes its mounted copy.
+  outputs, newest first; deleting a session resource deletes its mounted copy;
+* the results of confirmed tool calls are logged when the paused turn resumes (after its
+  ``session.status_running``), not as each confirmation arrives;
+* an interrupt while a turn is paused at ``requires_action`` drops what it waits for and
+  logs ``session.usage`` and an ``end_turn`` idle, with no ``session.status_running``
+  first; later answers to it are 400s;
+* an outcome's ``max_iterations`` counts evaluations; a revision turn plays without a new
+  ``session.status_running`` (the session never stopped running); each evaluation's grader
+  uses 20 input and 4 output tokens, reported in its span and added to the session's usage;
+* an interrupt during an outcome grades its current iteration ``interrupted`` at once, as
+  a ``span.outcome_evaluation_start`` and ``_end`` pair; ``fail_turn`` ends it ``failed``
+  without spans;
+* a ``user.define_outcome`` while another outcome is open, or with a ``file`` rubric naming
+  no stored file, is a 400.
 
 :class:`ClaudeEmulator` is built from layers, one module each: the wire vocabulary
 (``_claude_api``), sessions and paging (``_claude_base``), agents and environments
-(``_claude_agents``), files and session resources (``_claude_files``) and session events
-with the scripted-turn player (``_claude_player``). This module holds the emulator itself:
-its constructor and test-facing methods, authentication and routing, and the session routes.
+(``_claude_agents``), files and session resources (``_claude_files``), the checks of sent
+events (``_claude_inputs``), session events with the scripted-turn player
+(``_claude_player``) and the SSE stream with its live previews (``_claude_stream``). This
+module holds the emulator itself: its constructor and test-facing methods, authentication
+and routing, and the session routes.
 """
 
 from __future__ import annotations
@@ -48,12 +63,8 @@ from req_managed_agents.testing._claude_api import (
     _reject_unknown,
 )
 from req_managed_agents.testing._claude_base import _Session
-from req_managed_agents.testing._claude_player import (
-    _HEARTBEATS,
-    Turn,
-    _output_bytes,
-    _SessionPlayer,
-)
+from req_managed_agents.testing._claude_player import Turn, _output_bytes, _SessionPlayer
+from req_managed_agents.testing._claude_stream import _HEARTBEATS, _EventStream
 from req_managed_agents.testing._script import ToolCall, as_script, call
 from req_managed_agents.testing._server import Router, query_value, utc_timestamp
 
@@ -69,7 +80,7 @@ __all__ = ["ClaudeEmulator", "ToolCall", "Turn", "call"]
 _SESSION_FIELDS = frozenset({"agent", "environment_id", "metadata", "title", "resources"})
 
 
-class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
+class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
     """A Claude Managed Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction. ``script`` is the default script of agents created
@@ -180,14 +191,28 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
             except _APIError as error:
                 raise ValueError(error.message) from None
 
-    def drop_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
+    def drop_stream(
+        self,
+        at_event: int,
+        session_id: str | None = None,
+        times: int = 1,
+        *,
+        after_deltas: int | None = None,
+    ) -> None:
         """Cut the next ``times`` stream connections about to send event ``at_event``.
 
         ``at_event`` is a 0-based position in the session's event log (echoed user events
         included). The socket closes without the terminating chunk; the event stays in the
-        history. ``session_id=None`` matches any session.
+        history. ``session_id=None`` matches any session. The cut comes before the event's
+        previews, or, with ``after_deltas=k``, in the middle of them: after its
+        ``event_start`` and ``k`` of its ``event_delta`` frames (all of them if it has fewer),
+        before the event itself. On a connection that asked for no previews of the event,
+        both cut before the event.
         """
-        self._add_stream_fault("drop", session_id, at_event, times)
+        if after_deltas is not None and after_deltas < 0:
+            raise ValueError("after_deltas must not be negative")
+        previews = 0 if after_deltas is None else after_deltas + 1  # event_start first
+        self._add_stream_fault("drop", session_id, at_event, times, previews=previews)
 
     def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
         """Once: before sending event ``at_event``, go silent (no pings) for ``seconds``, then
@@ -225,7 +250,8 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
     def fail_turn(self, session_id: str, error_type: str = "model_overloaded_error") -> None:
         """Give up on the running turn the way the service does after its retries: a
         ``session.error`` with ``retry_status`` ``exhausted``, then an idle with stop reason
-        ``retries_exhausted``. The scripted turn stops playing."""
+        ``retries_exhausted``. The scripted turn stops playing, and the outcome it worked
+        toward, if any, ends ``failed``."""
         error = {
             "type": error_type,
             "message": "the service gave up after retrying",
@@ -234,6 +260,7 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
         with self._condition:
             session = self._known_session(session_id)
             session.gave_up = True
+            self._settle_outcome(session, "failed", "The turn failed: the service gave up.")
             self._append(session, {"type": "session.error", "error": error})
             self._finish_turn(session, {"type": "retries_exhausted"})
             self._condition.notify_all()
@@ -368,6 +395,7 @@ class ClaudeEmulator(_SessionPlayer, _AgentsAPI):
                 "title": body.get("title"),
                 "metadata": dict(body.get("metadata") or {}),
                 "resources": [],
+                "outcome_evaluations": [],
                 "vault_ids": [],
                 "budget": None,
                 "usage": {

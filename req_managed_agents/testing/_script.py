@@ -3,8 +3,9 @@
 Each emulator has its own turn type (its API's endings and options differ), but a tool call
 is the same everywhere, so a test can reuse its calls when it runs against several providers.
 So is the handling of scripts: plain strings stand for text-only turns
-(:func:`as_script`), and a turn's text may be a function of the texts that triggered the
-turn, evaluated by :func:`scripted_text`.
+(:func:`as_script`), a turn's text may be a function of the texts that triggered the turn,
+evaluated by :func:`scripted_text`, and streamed text goes out in a few pieces
+(:func:`text_pieces`), as a model's output does.
 """
 
 from __future__ import annotations
@@ -15,26 +16,43 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Callable
+    from typing import Callable, Literal
 
-__all__ = ["ToolCall", "as_script", "call", "scripted_text"]
+__all__ = ["PERMISSIONS", "ToolCall", "as_script", "call", "scripted_text", "text_pieces"]
 
 logger = logging.getLogger(__name__)
 
 _Turn = TypeVar("_Turn")
 
 
+# The permission a server tool call is evaluated to; "allow" runs it at once.
+PERMISSIONS = ("allow", "ask", "deny")
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call a scripted turn makes: ``name`` and its ``input``.
 
-    ``result`` is only used for tools the emulated agent runs itself (the Claude emulator's
-    ``Turn.server_tool_calls``); the results of client-side tools come from the client.
+    The other fields only matter for tools the emulated agent runs itself (the Claude
+    emulator's ``Turn.server_tool_calls``); client-side tools ignore them, as their results
+    come from the client. ``result`` is the tool's output. ``permission`` is what the
+    session's permission policy makes of the call: ``"allow"`` runs it, ``"deny"`` refuses it
+    with an error result, and ``"ask"`` pauses the turn for a ``user.tool_confirmation``.
+    ``mcp_server`` names the MCP server the tool comes from (an ``agent.mcp_tool_use``
+    rather than an ``agent.tool_use``).
     """
 
     name: str
     input: Mapping[str, Any] = field(default_factory=dict)
     result: str = ""
+    permission: Literal["allow", "ask", "deny"] = "allow"
+    mcp_server: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.permission not in PERMISSIONS:
+            raise ValueError(f"permission must be one of {PERMISSIONS}, not {self.permission!r}")
+        if self.mcp_server == "":
+            raise ValueError("mcp_server must name a server (or be None)")
 
 
 def call(tool_name: str, /, **tool_input: Any) -> ToolCall:
@@ -64,3 +82,11 @@ def scripted_text(text: str | Callable[[list[str]], str], inputs: list[str]) -> 
         logger.exception("the scripted text of a turn raised")
         return "", f"the scripted turn text raised {error!r}"
     return str(result), ""
+
+
+def text_pieces(text: str, count: int) -> list[str]:
+    """``text`` cut into at most ``count`` non-empty pieces of about the same size."""
+    if not text:
+        return []
+    size = -(-len(text) // min(count, len(text)))
+    return [text[i : i + size] for i in range(0, len(text), size)]

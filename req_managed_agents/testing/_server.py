@@ -15,7 +15,8 @@ This module owns everything that is not about one provider's API:
   faults can cut it anywhere;
 * the fault registries: failing requests with an HTTP error, resetting their connections
   (before or after acting on them), and dropping, stalling, corrupting or duplicating the
-  events of a stream;
+  events of a stream (an event may be previewed by frames that go out ahead of it, and a
+  drop may cut the connection in the middle of them);
 * :func:`parse_form_data` — ``multipart/form-data`` bodies (file uploads), split exactly,
   binary parts included;
 * what every API's routes need alike: a :class:`Router` (method and path pattern to route),
@@ -106,8 +107,8 @@ class StreamConnection:
     """A snapshot of one streaming response.
 
     Times are :func:`time.monotonic` seconds. ``events_sent`` counts event frames written,
-    duplicates and corrupted frames included, heartbeats excluded. ``end`` says why the
-    connection closed: ``"finished"``, ``"client_closed"``, ``"dropped"``, ``"stalled"``,
+    duplicates and corrupted frames included, heartbeats and previews excluded. ``end`` says
+    why the connection closed: ``"finished"``, ``"client_closed"``, ``"dropped"``, ``"stalled"``,
     ``"reset"`` (``reset_requests``), ``"emulator_closed"`` or a reason the emulator chose
     (None while open).
     """
@@ -160,13 +161,18 @@ class _RequestRule(Generic[_Action]):
 
 
 class _StreamFaultRule:
-    def __init__(self, scope: str | None, position: int, times: int, seconds: float) -> None:
+    def __init__(
+        self, scope: str | None, position: int, times: int, seconds: float, previews: int
+    ) -> None:
         if times < 1:
             raise ValueError("times must be at least 1")
+        if previews < 0:
+            raise ValueError("the number of preview frames must not be negative")
         self.scope = scope
         self.position = position
         self.remaining = times
         self.seconds = seconds
+        self.previews = previews
 
     def matches(self, scope: str, position: int) -> bool:
         return self.position == position and self.scope in (None, scope)
@@ -479,11 +485,20 @@ class ChunkedStream:
             return False
         return True
 
-    def send_event(self, frame: bytes, position: int, corrupted: Callable[[], bytes]) -> bool:
+    def send_event(
+        self,
+        frame: bytes,
+        position: int,
+        corrupted: Callable[[], bytes],
+        previews: Sequence[bytes] = (),
+    ) -> bool:
         """Write the frame of the event at ``position`` in its scope, applying stream faults.
 
         ``corrupted()`` makes what a corrupt fault writes instead: a frame of the stream's
-        format that a client cannot decode.
+        format that a client cannot decode. ``previews`` go out just before the event's frame
+        (live previews of it), once the event has met its fault: a stall or a plain drop
+        comes before them, a drop with preview frames after that many of them, and a
+        corrupted or duplicated event is previewed once.
         """
         fault = self._emulator._take_stream_fault(self.scope, position)
         if fault.kind == "stall":
@@ -491,12 +506,18 @@ class ChunkedStream:
             self._ended("stalled", abrupt=True)
             return False
         if fault.kind == "drop":
+            for data in previews[: fault.previews]:
+                if not self.write(data):
+                    return False
             self._ended("dropped", abrupt=True)
             return False
         if fault.kind == "corrupt":
             frames = [corrupted()]
         else:
             frames = [frame] * (2 if fault.kind == "duplicate" or fault.duplicate_all else 1)
+        for data in previews:
+            if not self.write(data):
+                return False
         for data in frames:
             # Counted before the write, so a client that has read the frame sees it counted.
             self._emulator._count_event(self._record, 1)
@@ -504,6 +525,11 @@ class ChunkedStream:
                 self._emulator._count_event(self._record, -1)
                 return False
         return True
+
+    @property
+    def ended(self) -> bool:
+        """Whether the connection is over, whoever ended it."""
+        return self._record.end is not None
 
     def client_gone(self) -> bool:
         """Whether the client has closed its end (checked without consuming anything)."""
@@ -539,6 +565,7 @@ class _StreamFault:
     kind: str | None
     seconds: float
     duplicate_all: bool
+    previews: int = 0  # the preview frames a drop lets out first
 
 
 class LoopbackEmulator:
@@ -725,9 +752,15 @@ class LoopbackEmulator:
         return sum(rule.remaining for rule in rules)
 
     def _add_stream_fault(
-        self, kind: str, scope: str | None, position: int, times: int, seconds: float = 0.0
+        self,
+        kind: str,
+        scope: str | None,
+        position: int,
+        times: int,
+        seconds: float = 0.0,
+        previews: int = 0,
     ) -> None:
-        rule = _StreamFaultRule(scope, position, times, seconds)
+        rule = _StreamFaultRule(scope, position, times, seconds, previews)
         with self._condition:
             self._stream_faults[kind].append(rule)
 
@@ -740,7 +773,7 @@ class LoopbackEmulator:
             for kind in _STREAM_FAULT_KINDS:
                 rule = _take(self._stream_faults[kind], scope, position)
                 if rule is not None:
-                    return _StreamFault(kind, rule.seconds, self._duplicate_events)
+                    return _StreamFault(kind, rule.seconds, self._duplicate_events, rule.previews)
             return _StreamFault(None, 0.0, self._duplicate_events)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -800,10 +833,13 @@ class LoopbackEmulator:
                 self._threads.pop(threading.current_thread(), None)
                 self._condition.notify_all()
 
-    def _sleep(self, seconds: float) -> None:
-        """Sleep, but wake as soon as the emulator closes."""
+    def _sleep(self, seconds: float, stream: ChunkedStream | None = None) -> None:
+        """Sleep, but wake as soon as the emulator closes (or ``stream`` ends)."""
         with self._condition:
-            self._condition.wait_for(lambda: self._stopping, timeout=seconds)
+            self._condition.wait_for(
+                lambda: self._stopping or (stream is not None and stream.ended),
+                timeout=seconds,
+            )
 
     # --- serving -------------------------------------------------------------------------
 

@@ -1,11 +1,14 @@
-"""A plain ``requests`` client for the Claude emulator's tests, and its response checks."""
+"""A plain ``requests`` client for the Claude emulator's tests: its calls, its event stream
+reader and its response checks."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 import requests
 
+from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator
 from req_managed_agents.testing._claude import BETA
 
@@ -85,3 +88,93 @@ def error_of(response: requests.Response, status: int) -> dict[str, Any]:
     assert body["request_id"] == response.headers["request-id"]
     error: dict[str, Any] = body["error"]
     return error
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"type": "user.message", "content": [{"type": "text", "text": text}]}
+
+
+def tool_result(tool_use_id: str, text: str) -> dict[str, Any]:
+    return {
+        "type": "user.custom_tool_result",
+        "custom_tool_use_id": tool_use_id,
+        "content": [{"type": "text", "text": text}],
+    }
+
+
+def stream_url(emulator: ClaudeEmulator, session_id: str) -> str:
+    return f"{emulator.base_url}/v1/sessions/{session_id}/events/stream"
+
+
+class Stream:
+    """A synchronous client of the SSE endpoint that timestamps everything it receives.
+
+    ``deltas`` are the event types it asks previews of (``event_deltas[]``).
+    """
+
+    def __init__(
+        self, emulator: ClaudeEmulator, session_id: str, deltas: tuple[str, ...] = ()
+    ) -> None:
+        headers = {**api_headers(emulator), "accept": "text/event-stream"}
+        self.response = requests.get(
+            stream_url(emulator, session_id),
+            params={"event_deltas[]": list(deltas)},
+            headers=headers,
+            stream=True,
+            timeout=(3, 3),
+        )
+        assert self.response.status_code == 200
+        assert self.response.headers["content-type"] == "text/event-stream"
+        assert self.response.headers["transfer-encoding"] == "chunked"
+        self._chunks = self.response.iter_content(chunk_size=None)
+        self._decoder = SSEDecoder()
+        self.frames: list[ServerSentEvent] = []
+        self.raw = bytearray()
+        self.last_bytes_at = time.monotonic()
+        self.ended_at: float | None = None
+        self.error: Exception | None = None
+
+    def read_until(self, done: Callable[[], bool], timeout: float = 3.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.ended_at is not None or time.monotonic() > deadline:
+                return False
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self.ended_at = time.monotonic()
+            except requests.RequestException as error:
+                self.ended_at = time.monotonic()
+                self.error = error
+            else:
+                self.last_bytes_at = time.monotonic()
+                self.raw += chunk
+                self.frames += self._decoder.feed(chunk)
+        return True
+
+    def read_to_end(self, timeout: float = 3.0) -> None:
+        self.read_until(lambda: False, timeout)
+        assert self.ended_at is not None
+
+    def count(self, event_type: str) -> int:
+        return sum(e["type"] == event_type for e in self.events)
+
+    def read_until_count(self, event_type: str, count: int = 1) -> None:
+        assert self.read_until(lambda: self.count(event_type) >= count), self.types
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every frame but heartbeats, previews included."""
+        return [frame.json() for frame in self.frames if frame.event != "ping"]
+
+    @property
+    def logged(self) -> list[dict[str, Any]]:
+        """The frames of logged events: what the history holds too."""
+        return [e for e in self.events if e["type"] not in ("event_start", "event_delta")]
+
+    @property
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.events]
+
+    def close(self) -> None:
+        self.response.close()

@@ -33,8 +33,10 @@ from req_managed_agents.testing import (
     CommandRecord,
     ConverseTurn,
     Invocation,
+    StoppedSession,
     call,
 )
+from req_managed_agents.testing._agentcore_shapes import _check_structure
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 ROLE = "arn:aws:iam::123456789012:role/harness"
@@ -107,6 +109,20 @@ class Client:
         if timeout is not None:
             body["timeout"] = timeout
         return self.request("POST", url, body, headers={SESSION_HEADER: session_id})
+
+    def stop(
+        self,
+        arn: str,
+        session_id: str | None,
+        body: Any = None,
+        *,
+        qualifier: str | None = None,
+    ) -> requests.Response:
+        url = f"{self.emulator.data_url}/runtimes/{quote(arn, safe='')}/stopruntimesession"
+        if qualifier is not None:
+            url += f"?qualifier={quote(qualifier, safe='')}"
+        headers = {} if session_id is None else {SESSION_HEADER: session_id}
+        return self.request("POST", url, body, headers=headers)
 
     def control(self, method: str, path: str, body: Any = None) -> requests.Response:
         return self.request(method, self.emulator.control_url + path, body)
@@ -1168,6 +1184,175 @@ def test_a_botocore_client_drives_both_planes() -> None:
         with pytest.raises(ClientError) as raised:
             control.create_harness(harnessName="bad-name", executionRoleArn=ROLE)
         assert raised.value.response["Error"]["Code"] == "ValidationException"
+        assert emu.signature_failures == []
+
+
+# --- StopRuntimeSession ---------------------------------------------------------------------------
+
+
+def runtime_of(emulator: AgentCoreEmulator, harness_arn: str) -> str:
+    """The runtime ARN a client finds in GetHarness."""
+    client = Client(emulator)
+    harness_id = harness_arn.rsplit("/", 1)[1]
+    response = client.control("GET", f"/harnesses/{harness_id}")
+    assert response.status_code == 200, response.text
+    runtime = response.json()["harness"]["environment"]["agentCoreRuntimeEnvironment"]
+    return str(runtime["agentRuntimeArn"])
+
+
+def test_get_harness_shows_the_runtime_behind_every_harness(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    added = emulator.add_harness(name="added")
+    created = create(client, "created").json()["harness"]["arn"]
+    shape = botocore.session.get_session().get_service_model("bedrock-agentcore-control")
+    harness_shape = shape.shape_for("Harness")
+    runtimes = set()
+    for arn in (added, created):
+        harness_id = arn.rsplit("/", 1)[1]
+        view = client.control("GET", f"/harnesses/{harness_id}").json()["harness"]
+        errors: list[tuple[str, str]] = []
+        _check_structure(harness_shape, view, "", errors)
+        assert errors == []  # every required member, in the model's shapes
+        runtime = view["environment"]["agentCoreRuntimeEnvironment"]
+        assert re.fullmatch(
+            rf"arn:aws:bedrock-agentcore:{emulator.region}:{emulator.account_id}:runtime/"
+            r"harness_[a-z]+-[a-zA-Z0-9]{10}",
+            runtime["agentRuntimeArn"],
+        )
+        assert runtime["agentRuntimeArn"].endswith("/" + runtime["agentRuntimeId"])
+        runtimes.add(runtime["agentRuntimeArn"])
+        # The runtime ARN addresses the harness's commands, as the harness ARN does.
+        ran = command_frames(
+            client.command(runtime["agentRuntimeArn"], "echo hi", new_session_id())
+        )
+        assert joined(ran, "stdout") == "hi\n"
+    assert len(runtimes) == 2
+
+
+def test_stopping_a_session_cuts_its_stream_and_forgets_its_conversation(
+    emulator: AgentCoreEmulator,
+) -> None:
+    script = [ConverseTurn(text="first"), ConverseTurn(text="slow turn", delay=0.2)]
+    client = Client(emulator)
+    arn = emulator.add_harness(script)
+    runtime = runtime_of(emulator, arn)
+    session_id, other = new_session_id(), new_session_id()
+    assert text_of(frames(client.invoke(arn, [user("one")], session_id))) == "first"
+    assert text_of(frames(client.invoke(arn, [user("one")], other))) == "first"
+
+    url = f"{emulator.data_url}/harnesses/invoke?harnessArn={quote(arn, safe='')}"
+    slow = client.request(
+        "POST", url, {"messages": [user("two")]}, headers={SESSION_HEADER: session_id}, stream=True
+    )
+    decoder = EventStreamDecoder()
+    chunks = slow.iter_content(chunk_size=None)
+    received = decoder.feed(next(chunks))
+    assert [m.headers[":event-type"] for m in received] == ["messageStart"]
+
+    stopped = client.stop(runtime, session_id, {"clientToken": str(uuid.uuid4())})
+    assert stopped.status_code == 200, stopped.text
+    assert stopped.json() == {}
+    assert stopped.headers[SESSION_HEADER] == session_id
+
+    def read_rest() -> None:
+        for chunk in chunks:
+            received.extend(decoder.feed(chunk))
+
+    with pytest.raises(requests.RequestException):  # the connection is cut mid-body
+        read_rest()
+    assert "messageStop" not in [m.headers.get(":event-type") for m in received]
+    assert [c.end for c in emulator.stream_connections(session_id)][-1] == "stopped"
+    assert emulator.stopped_sessions == [StoppedSession(runtime, session_id, None, 1)]
+
+    # The conversation is gone: the script starts over; other sessions keep theirs.
+    assert emulator.turn_frames(arn, session_id) == []
+    assert text_of(frames(client.invoke(arn, [user("again")], session_id))) == "first"
+    assert text_of(frames(client.invoke(arn, [user("two")], other))) == "slow turn"
+
+
+def test_a_stopped_session_cannot_resume_its_tool_calls(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    first = frames(client.invoke(arn, [user("weather?")], session_id))
+    uses = tool_uses(first)
+    stopped = client.stop(runtime_of(emulator, arn), session_id, qualifier="DEFAULT")
+    assert stopped.status_code == 200, stopped.text
+    assert emulator.stopped_sessions[-1].qualifier == "DEFAULT"
+    assert emulator.stopped_sessions[-1].streams_cut == 0
+    resumed = client.invoke(
+        arn, [user("weather?"), echo(uses), results(uses, ["18C", "14:00"])], session_id
+    )
+    ((kind, payload),) = frames(resumed)
+    assert kind == "exception:runtimeClientError"
+    assert "expected: none" in payload["message"]
+
+
+def test_stopping_a_session_never_invoked_or_twice_is_fine(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    session_id = new_session_id()
+    for _ in range(2):
+        assert client.stop(arn, session_id).status_code == 200  # the harness ARN works too
+    assert [s.streams_cut for s in emulator.stopped_sessions] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    ("body", "session_id", "field"),
+    [
+        (None, "short", "runtimeSessionId"),
+        (None, None, "runtimeSessionId"),
+        (None, "x" * 257, "runtimeSessionId"),
+        ({"clientToken": "short"}, new_session_id(), "clientToken"),
+        ({"clientToken": "-" * 40}, new_session_id(), "clientToken"),
+        ({"extra": 1}, new_session_id(), "extra"),
+    ],
+)
+def test_stop_requests_are_checked_against_the_model(
+    emulator: AgentCoreEmulator, body: Any, session_id: str | None, field: str
+) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness()
+    error = aws_error(client.stop(arn, session_id, body), 400, "ValidationException")
+    assert [f["name"] for f in error["fieldList"]] == [field]
+    assert emulator.stopped_sessions == []
+
+
+def test_stopping_an_unknown_runtime_is_not_found(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    runtime = runtime_of(emulator, emulator.add_harness())
+    unknown = runtime[:-10] + "zzzzzzzzzz"
+    aws_error(client.stop(unknown, new_session_id()), 404, "ResourceNotFoundException")
+    assert emulator.stopped_sessions == []
+
+
+def test_stop_requests_must_be_signed(emulator: AgentCoreEmulator) -> None:
+    arn = emulator.add_harness()
+    response = Client(emulator, secret="x" * 40).stop(arn, new_session_id())
+    aws_error(response, 403, "InvalidSignatureException")
+    assert emulator.stopped_sessions == []
+    assert emulator.signature_failures[-1][1].endswith("/stopruntimesession")
+
+
+def test_a_botocore_client_stops_a_runtime_session() -> None:
+    with AgentCoreEmulator(["Hi."]) as emu:
+        arn = emu.add_harness()
+        data = botocore.session.get_session().create_client(
+            "bedrock-agentcore",
+            endpoint_url=emu.data_url,
+            region_name=emu.region,
+            aws_access_key_id=emu.access_key_id,
+            aws_secret_access_key=emu.secret_access_key,
+        )
+        session_id = new_session_id()
+        runtime = runtime_of(emu, arn)
+        answer = data.stop_runtime_session(agentRuntimeArn=runtime, runtimeSessionId=session_id)
+        assert answer["runtimeSessionId"] == session_id
+        assert answer["ResponseMetadata"]["HTTPStatusCode"] == 200
+        (stopped,) = emu.stopped_sessions
+        assert (stopped.runtime_arn, stopped.runtime_session_id) == (runtime, session_id)
+        body = emu.requests[-1].body
+        assert len(body["clientToken"]) >= 33  # botocore fills the idempotency token in
         assert emu.signature_failures == []
 
 

@@ -4,120 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Callable
 
 import pytest
 import requests
 
-from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, RecordedRequest, ToolCall, Turn, call
 from req_managed_agents.testing._claude import BETA
-from tests.testing._api import Api, api_headers, error_of, ok
-
-# --- helpers ----------------------------------------------------------------------------------
-
-
-def user_message(text: str) -> dict[str, Any]:
-    return {"type": "user.message", "content": [{"type": "text", "text": text}]}
-
-
-def tool_result(tool_use_id: str, text: str) -> dict[str, Any]:
-    return {
-        "type": "user.custom_tool_result",
-        "custom_tool_use_id": tool_use_id,
-        "content": [{"type": "text", "text": text}],
-    }
-
-
-class Stream:
-    """A synchronous client of the SSE endpoint that timestamps everything it receives."""
-
-    def __init__(self, emulator: ClaudeEmulator, session_id: str) -> None:
-        url = f"{emulator.base_url}/v1/sessions/{session_id}/events/stream"
-        headers = {**api_headers(emulator), "accept": "text/event-stream"}
-        self.response = requests.get(url, headers=headers, stream=True, timeout=(3, 3))
-        assert self.response.status_code == 200
-        assert self.response.headers["content-type"] == "text/event-stream"
-        assert self.response.headers["transfer-encoding"] == "chunked"
-        self._chunks = self.response.iter_content(chunk_size=None)
-        self._decoder = SSEDecoder()
-        self.frames: list[ServerSentEvent] = []
-        self.raw = bytearray()
-        self.last_bytes_at = time.monotonic()
-        self.ended_at: float | None = None
-        self.error: Exception | None = None
-
-    def read_until(self, done: Callable[[], bool], timeout: float = 3.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not done():
-            if self.ended_at is not None or time.monotonic() > deadline:
-                return False
-            try:
-                chunk = next(self._chunks)
-            except StopIteration:
-                self.ended_at = time.monotonic()
-            except requests.RequestException as error:
-                self.ended_at = time.monotonic()
-                self.error = error
-            else:
-                self.last_bytes_at = time.monotonic()
-                self.raw += chunk
-                self.frames += self._decoder.feed(chunk)
-        return True
-
-    def read_to_end(self, timeout: float = 3.0) -> None:
-        self.read_until(lambda: False, timeout)
-        assert self.ended_at is not None
-
-    def count(self, event_type: str) -> int:
-        return sum(e["type"] == event_type for e in self.events)
-
-    def read_until_count(self, event_type: str, count: int = 1) -> None:
-        assert self.read_until(lambda: self.count(event_type) >= count), self.types
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        return [frame.json() for frame in self.frames if frame.event != "ping"]
-
-    @property
-    def types(self) -> list[str]:
-        return [e["type"] for e in self.events]
-
-    def close(self) -> None:
-        self.response.close()
-
-
-@pytest.fixture
-def harness() -> Iterator[Callable[..., tuple[ClaudeEmulator, Api]]]:
-    """Start emulators (with quick pings) and their API clients; close them all afterwards."""
-    started: list[tuple[ClaudeEmulator, Api]] = []
-
-    def start(*args: Any, **kwargs: Any) -> tuple[ClaudeEmulator, Api]:
-        kwargs.setdefault("ping_interval", 0.2)
-        emulator = ClaudeEmulator(*args, **kwargs)
-        started.append((emulator, Api(emulator)))
-        return started[-1]
-
-    yield start
-    for emulator, api in started:
-        api.http.close()
-        emulator.close()
-
-
-@pytest.fixture
-def streams() -> Iterator[Callable[[ClaudeEmulator, str], Stream]]:
-    opened: list[Stream] = []
-
-    def open_stream(emulator: ClaudeEmulator, session_id: str) -> Stream:
-        opened.append(Stream(emulator, session_id))
-        return opened[-1]
-
-    yield open_stream
-    for stream in opened:
-        stream.close()
-
+from tests.testing._api import api_headers, error_of, ok, tool_result, user_message
 
 # --- authentication and headers -------------------------------------------------------------
 
@@ -423,8 +318,8 @@ def test_sent_events_are_checked(harness: Any) -> None:
         lambda: emulator.events(session_id)[-1]["type"] == "session.status_idle"
     )
     first, second = (e["id"] for e in emulator.events(session_id) if "custom_tool_use" in e["type"])
-    confirmation = {"type": "user.tool_confirmation", "tool_use_id": "sevt_x", "result": "allow"}
-    assert ok(api.send(session_id, confirmation))["data"][0]["result"] == "allow"
+    confirmation = {"type": "user.tool_confirmation", "tool_use_id": first, "result": "allow"}
+    assert "does not match" in error_of(api.send(session_id, confirmation), 400)["message"]
 
     # A partial answer idles again, naming what is still missing.
     ok(api.send(session_id, tool_result(first, "1")))
