@@ -275,3 +275,35 @@ def test_a_stream_timeout_stops_waiting_and_leaves_the_turn_resumable(
         assert time.monotonic() - started < 3
         session_id = str(session.session_id)
     assert "user.interrupt" not in [event["type"] for event in claude.events(session_id)]
+
+
+def test_claude_text_arrives_in_previews_before_the_message_is_recorded(
+    claude: ClaudeEmulator,
+) -> None:
+    tools = CountingTools()
+    with (
+        claude.provider() as provider,
+        Session(provider, handler=tools, **claude_ids(claude)) as session,
+    ):
+        items = list(session.stream("Add things", timeout=20))
+    deltas = [item for item in items if isinstance(item, TextDelta)]
+    assert len(deltas) > len(FINAL_TEXTS), "the previews split each message into pieces"
+    stream_gets = [r for r in claude.requests if r.path.endswith("/events/stream")]
+    assert stream_gets[0].query["event_deltas[]"] == ["agent.message"]
+    previews = {"event_start", "event_delta"}
+    assert not [e for e in tools.events if e["type"] in previews], "previews are not events"
+    assert not [e for e in items[-1].events if e["type"] in previews]  # type: ignore[union-attr]
+
+
+def test_a_drop_in_the_middle_of_a_preview_loses_and_repeats_nothing(
+    claude: ClaudeEmulator,
+) -> None:
+    claude.drop_stream(3, after_deltas=1)  # turn 1's message, one preview piece shown
+    tools = CountingTools()
+    with (
+        claude.provider() as provider,
+        Session(provider, handler=tools, **claude_ids(claude)) as session,
+    ):
+        items = list(session.stream("Add things", timeout=20))
+    check_stream(items, items[-1], tools)  # type: ignore[arg-type]
+    assert len(claude.stream_connections()) >= 2, "it reconnected"
