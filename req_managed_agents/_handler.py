@@ -9,19 +9,29 @@ react to instead of a crashed session.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
 from req_managed_agents._redact import redact
-from req_managed_agents._vocabulary import Decision, SessionInfo, ToolResult, ToolUse
+from req_managed_agents._vocabulary import (
+    ContentBlock,
+    Decision,
+    Document,
+    Image,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+)
 
 __all__ = [
     "ConfirmationHandler",
     "EventHandler",
     "Handler",
     "ToolContext",
+    "ToolOutput",
     "call_tool",
+    "content_blocks",
     "describe_exception",
     "invoke_tool",
 ]
@@ -41,7 +51,9 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
-ToolOutput = Union[str, ToolResult]
+ToolOutput = Union[str, ToolResult, Image, Document, Sequence[ContentBlock]]
+"""What a tool call may answer: text, a :class:`ToolResult`, or content blocks (an
+:class:`Image`, a :class:`Document`, or a list mixing them with text)."""
 
 
 @runtime_checkable
@@ -79,6 +91,21 @@ class ConfirmationHandler(Protocol):
     def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision: ...
 
 
+def content_blocks(output: object) -> list[ContentBlock] | None:
+    """``output`` as content blocks when it is an image, a document, or a list of text,
+    images and documents holding at least one of the latter; None otherwise (a list of
+    plain strings is data, not blocks)."""
+    if isinstance(output, (Image, Document)):
+        return [output]
+    if not isinstance(output, (list, tuple)):
+        return None
+    if not all(isinstance(item, (str, Image, Document)) for item in output):
+        return None
+    if all(isinstance(item, str) for item in output):
+        return None
+    return list(output)
+
+
 def describe_exception(exc: BaseException) -> str:
     """``Type: message`` for an agent or a log line: no traceback, no secrets."""
     message = redact(str(exc))
@@ -111,5 +138,8 @@ def call_tool(
         return output, None
     if isinstance(output, str):
         return ToolResult(tool_use.id, output), None
+    blocks = content_blocks(output)
+    if blocks is not None:
+        return ToolResult.of_blocks(tool_use.id, blocks), None
     message = f"tool {tool_use.name!r} returned {type(output).__name__}; expected str or ToolResult"
     return ToolResult(tool_use.id, message, is_error=True), None

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from req_managed_agents._handler import ToolContext
+from req_managed_agents._handler import ToolContext, ToolOutput, content_blocks
 from req_managed_agents._schema import FunctionSchema, function_schema
 from req_managed_agents._validation import validate
 from req_managed_agents._vocabulary import ToolResult
@@ -60,8 +60,9 @@ class Tools:
     Literal, Enum, list, dict, TypedDict, dataclass); its description from the docstring's
     first paragraph and each parameter's from the ``Args:`` section. A parameter annotated
     :class:`~req_managed_agents.ToolContext` receives the call's context and is hidden from
-    the agent. Return a ``str``, a :class:`~req_managed_agents.ToolResult`, ``None`` (empty
-    text) or any JSON-encodable value (sent as JSON).
+    the agent. Return a ``str``, a :class:`~req_managed_agents.ToolResult`, an
+    :class:`~req_managed_agents.Image` or :class:`~req_managed_agents.Document` (or a list
+    mixing them with text), ``None`` (empty text) or any JSON-encodable value (sent as JSON).
 
     The agent's arguments are untrusted: they are checked against the declared schema before
     the function runs, and any mismatch (a wrong type, a value outside a ``Literal`` or an
@@ -147,7 +148,7 @@ class Tools:
 
     def handle_tool_call(
         self, name: str, input: Mapping[str, Any], context: ToolContext
-    ) -> str | ToolResult:
+    ) -> ToolOutput:
         """Call the named tool with the agent's arguments.
 
         An unknown name or arguments that do not fit the declared schema come back as an
@@ -173,9 +174,11 @@ class Tools:
         return _as_text(tool.function(**arguments))
 
 
-def _as_text(output: Any) -> str | ToolResult:
-    if isinstance(output, (str, ToolResult)):
-        return output
+def _as_text(output: Any) -> ToolOutput:
+    """What a tool function returned, as a handler answer: text and results as they are,
+    images and documents as content blocks, ``None`` as no text, anything else as JSON."""
+    if isinstance(output, (str, ToolResult)) or content_blocks(output) is not None:
+        return output  # type: ignore[no-any-return]  # checked just above
     if output is None:
         return ""
     return json.dumps(output, ensure_ascii=False, default=str)

@@ -7,7 +7,7 @@ so nothing the provider said is lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Union
@@ -17,8 +17,11 @@ from req_managed_agents.errors import ConfigurationError
 __all__ = [
     "Allow",
     "Artifact",
+    "ContentBlock",
     "Decision",
     "Deny",
+    "Document",
+    "Image",
     "Outcome",
     "SessionInfo",
     "SessionResult",
@@ -67,22 +70,86 @@ class Usage:
 class ToolUse:
     """One call the agent asks a tool to make (``input`` is the decoded JSON arguments).
 
-    ``mcp_server`` names the MCP server of a provider-run MCP tool (None otherwise).
+    ``mcp_server`` names the MCP server of a provider-run MCP tool, ``session_thread_id``
+    the subagent thread that made the call in a multi-agent session (None otherwise).
     """
 
     id: str
     name: str
     input: Mapping[str, Any] = field(default_factory=dict)
     mcp_server: str | None = None
+    session_thread_id: str | None = None
+
+
+# The media types both the API and the models take for tool-result images and documents.
+IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+DOCUMENT_MEDIA_TYPES = frozenset({"application/pdf", "text/plain"})
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a tool returns to the agent (``data`` is the file's bytes)."""
+
+    data: bytes = field(repr=False)
+    media_type: str = "image/png"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ConfigurationError("an Image needs its bytes")
+        if self.media_type not in IMAGE_MEDIA_TYPES:
+            raise ConfigurationError(
+                f"an Image is one of {', '.join(sorted(IMAGE_MEDIA_TYPES))}, "
+                f"not {self.media_type!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document a tool returns to the agent: a PDF's bytes, or UTF-8 text."""
+
+    data: bytes = field(repr=False)
+    media_type: str = "application/pdf"
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ConfigurationError("a Document needs its bytes")
+        if self.media_type not in DOCUMENT_MEDIA_TYPES:
+            raise ConfigurationError(
+                f"a Document is application/pdf or text/plain, not {self.media_type!r}"
+            )
+        if self.media_type == "text/plain":
+            try:
+                self.data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ConfigurationError("a text/plain Document must be UTF-8") from None
+
+
+ContentBlock = Union[str, Image, Document]
+"""One piece of a tool's answer: text, an :class:`Image` or a :class:`Document`."""
 
 
 @dataclass(frozen=True)
 class ToolResult:
-    """The text answer to one :class:`ToolUse`; ``is_error`` tells the agent it failed."""
+    """The answer to one :class:`ToolUse`; ``is_error`` tells the agent it failed.
+
+    ``content`` is the answer's text. A tool that returns images or documents too has them
+    in ``blocks`` (text, images and documents in the order returned); then ``content``
+    joins the text blocks, and the providers send the blocks.
+    """
 
     tool_use_id: str
     content: str
     is_error: bool = False
+    blocks: tuple[ContentBlock, ...] = ()
+
+    @classmethod
+    def of_blocks(
+        cls, tool_use_id: str, blocks: Sequence[ContentBlock], *, is_error: bool = False
+    ) -> ToolResult:
+        """A result made of content blocks (its ``content`` is their text)."""
+        text = "\n".join(block for block in blocks if isinstance(block, str))
+        return cls(tool_use_id, text, is_error, tuple(blocks))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,14 @@ from typing import Any
 
 from req_managed_agents._json import loads
 from req_managed_agents._redact import get_logger
-from req_managed_agents._vocabulary import Terminal, ToolResult, ToolUse, TurnResult, Usage
+from req_managed_agents._vocabulary import (
+    Document,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
 from req_managed_agents.errors import ProviderStreamError
 from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.providers._base import count
@@ -218,12 +225,34 @@ def resume_messages(
             {
                 "toolResult": {
                     "toolUseId": use.id,
-                    "content": [{"text": result.content or EMPTY_RESULT_TEXT}],
+                    "content": _result_content(result),
                     "status": "error" if result.is_error else "success",
                 }
             }
         )
     return [{"role": "assistant", "content": assistant}, {"role": "user", "content": user}]
+
+
+def _result_content(result: ToolResult) -> list[dict[str, Any]]:
+    """A result as harness ``toolResult`` content, which carries text (and JSON) only: a
+    text document goes as its text, an image or a PDF as a note saying it was left out."""
+    if not result.blocks:
+        return [{"text": result.content or EMPTY_RESULT_TEXT}]
+    content: list[dict[str, Any]] = []
+    for block in result.blocks:
+        if isinstance(block, str):
+            text = block
+        elif isinstance(block, Document) and block.media_type == "text/plain":
+            text = block.data.decode()
+        else:
+            _log.warning(
+                "AgentCore tool results carry text only: a %s was left out", block.media_type
+            )
+            size = len(block.data)
+            text = f"[{block.media_type}, {size} bytes, not sent: this runtime takes text only]"
+        if text:
+            content.append({"text": text})
+    return content or [{"text": EMPTY_RESULT_TEXT}]
 
 
 def inline_function(declaration: Mapping[str, Any]) -> dict[str, Any]:

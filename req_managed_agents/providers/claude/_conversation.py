@@ -208,7 +208,14 @@ class ClaudeConversation:
         confirmations: Confirmations = (),
     ) -> TurnResult:
         self._check_feed()
-        events = [custom_tool_result(r) for r in results if r.tool_use_id not in self._answered]
+        # A subagent's call is answered on its thread (the id alone routes it, but the
+        # service records which thread it went to).
+        threads = {use.id: use.session_thread_id for use in (*self._tool_uses.values(), *tool_uses)}
+        events = [
+            custom_tool_result(result, threads.get(result.tool_use_id))
+            for result in results
+            if result.tool_use_id not in self._answered
+        ]
         events += [
             tool_confirmation(use.id, decision)
             for use, decision in confirmations

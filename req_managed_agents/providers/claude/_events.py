@@ -14,12 +14,15 @@ the draft before it: the turn's text is what the agent wrote after the last one.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from req_managed_agents._vocabulary import (
     Allow,
+    ContentBlock,
     Decision,
+    Image,
     Outcome,
     Terminal,
     ToolResult,
@@ -64,17 +67,42 @@ def user_message(text: str) -> dict[str, Any]:
     return {"type": "user.message", "content": [{"type": "text", "text": text}]}
 
 
-def custom_tool_result(result: ToolResult) -> dict[str, Any]:
+def custom_tool_result(result: ToolResult, session_thread_id: str | None = None) -> dict[str, Any]:
     """The answer to one ``agent.custom_tool_use`` (an empty text is sent as no content:
-    empty text blocks are not accepted)."""
+    empty text blocks are not accepted), naming the thread that asked, if a subagent did."""
     event: dict[str, Any] = {
         "type": CUSTOM_TOOL_RESULT,
         "custom_tool_use_id": result.tool_use_id,
         "is_error": result.is_error,
     }
-    if result.content:
+    if result.blocks:
+        event["content"] = [_content_block(block) for block in result.blocks if block != ""]
+    elif result.content:
         event["content"] = [{"type": "text", "text": result.content}]
+    if session_thread_id:
+        event["session_thread_id"] = session_thread_id
     return event
+
+
+def _content_block(block: ContentBlock) -> dict[str, Any]:
+    """A tool-result content block in the Claude API's shape."""
+    if isinstance(block, str):
+        return {"type": "text", "text": block}
+    if isinstance(block, Image):
+        source = {"type": "base64", "media_type": block.media_type, "data": _base64(block.data)}
+        return {"type": "image", "source": source}
+    if block.media_type == "text/plain":
+        source = {"type": "text", "media_type": "text/plain", "data": block.data.decode()}
+    else:
+        source = {"type": "base64", "media_type": block.media_type, "data": _base64(block.data)}
+    document: dict[str, Any] = {"type": "document", "source": source}
+    if block.title:
+        document["title"] = block.title
+    return document
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def tool_confirmation(tool_use_id: str, decision: Decision) -> dict[str, Any]:
@@ -128,11 +156,13 @@ def tool_use_of(event: Event) -> ToolUse:
     """The :class:`ToolUse` described by a tool-use event (non-object input becomes ``{}``)."""
     tool_input = event.get("input")
     server = event.get("mcp_server_name")
+    thread = event.get("session_thread_id")
     return ToolUse(
         str(event.get("id", "")),
         str(event.get("name", "")),
         dict(tool_input) if isinstance(tool_input, Mapping) else {},
         mcp_server=server if isinstance(server, str) else None,
+        session_thread_id=thread if isinstance(thread, str) and thread else None,
     )
 
 
