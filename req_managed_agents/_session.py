@@ -427,6 +427,7 @@ class Session:
             self._connect,
             on_event=self._deliver,
             on_text=self._text,
+            handler_tools=self._handler.schemas() if isinstance(self._handler, Tools) else None,
             metadata=self._metadata,
             telemetry_metadata=self._telemetry,
         )

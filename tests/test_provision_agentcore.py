@@ -24,7 +24,7 @@ from req_managed_agents.provisioner import (
     teardown,
 )
 from req_managed_agents.provisioner._identity import AGENTCORE_NAMES, compose_name, digest8
-from req_managed_agents.provisioner._provision import _harness_body
+from req_managed_agents.provisioner._provision import HARNESS_ENVIRONMENT_MEMBERS, _harness_body
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn
 
 ROLE = "arn:aws:iam::123456789012:role/HarnessRole"
@@ -193,3 +193,27 @@ def test_a_failing_confirmation_propagates_and_keeps_the_store(
         assert calls_since(emulator, start) == [("GET", f"/harnesses/{first.harness_id}")]
         assert provision(provider, SPEC, store=store, execution_role_arn=ROLE) == first
     assert creates(emulator) == 1
+
+
+def test_an_environment_object_goes_under_the_environment_member(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    runtime = {"filesystemConfigurations": [{"sessionStorage": {"mountPath": "/mnt/data"}}]}
+    environment = EnvironmentSpec({"agentCoreRuntimeEnvironment": runtime})
+    provision(provider, SPEC, environment=environment, store=MemoryStore(), execution_role_arn=ROLE)
+    body = next(r.body for r in emulator.requests if r.method == "POST" and r.path == "/harnesses")
+    assert body["environment"] == {"agentCoreRuntimeEnvironment": runtime}
+    assert "agentCoreRuntimeEnvironment" not in body
+
+
+def test_an_environment_config_mixing_both_forms_is_refused() -> None:
+    config = {"agentCoreRuntimeEnvironment": {}, "environmentVariables": {"A": "1"}}
+    with pytest.raises(ValueError, match="nest it under 'environment'"):
+        _harness_body(SPEC, EnvironmentSpec(config), ROLE)
+
+
+def test_the_environment_members_we_know_are_the_models() -> None:
+    botocore_session = pytest.importorskip("botocore.session")
+    model = botocore_session.get_session().get_service_model("bedrock-agentcore-control")
+    shape = model.operation_model("CreateHarness").input_shape.members["environment"]
+    assert set(shape.members) == HARNESS_ENVIRONMENT_MEMBERS

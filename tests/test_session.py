@@ -101,6 +101,7 @@ class FakeProvider:
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
+        handler_tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> FakeConversation:
         self.options = options
         return self.conversation

@@ -686,3 +686,20 @@ def test_a_lone_surrogate_in_tool_input_or_result_is_sent_escaped(
     resume = invoke_requests(emulator)[-1].raw_body
     assert b"\\ud83d" in resume  # the echoed input
     assert b"\\udc80" in resume  # the result
+
+
+def test_without_tools_the_handlers_own_tools_are_declared(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    tools = CountingTools()
+    run(provider, emulator, tools)
+    declared = [tool["name"] for tool in emulator.invocations[0].body["tools"]]
+    assert declared == ["add"]
+    assert emulator.invocations[0].body["tools"][0]["type"] == "inline_function"
+
+
+def test_explicit_tools_win_over_the_handlers(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    run(provider, emulator, CountingTools(), tools=[])
+    assert emulator.invocations[0].body.get("tools") == []

@@ -114,8 +114,13 @@ class Provider(Protocol):
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
+        handler_tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Conversation:
-        """Create or reattach a provider session described by the driver's ``**connect``."""
+        """Create or reattach a provider session described by the driver's ``**connect``.
+
+        ``handler_tools`` are the declarations of the handler's tools when it is a ``Tools``
+        registry: a provider that declares tools per session uses them unless told others.
+        """
         ...
 
 

@@ -225,12 +225,35 @@ def _harness_body(
     if system:
         body["systemPrompt"] = [{"text": system}]
     if environment is not None:
-        reserved = set(body) | {"harnessName", "clientToken"}
-        clash = reserved & set(environment.config)
-        if clash:
-            raise ValueError(f"environment config may not set {', '.join(sorted(clash))}")
-        body.update(environment.config)  # opaque AWS members, verbatim
+        body.update(_harness_environment(environment.config, set(body)))
     return body
+
+
+# The members of CreateHarness's ``environment`` union (botocore model bedrock-agentcore-control).
+HARNESS_ENVIRONMENT_MEMBERS = frozenset({"agentCoreRuntimeEnvironment"})
+
+
+def _harness_environment(config: Mapping[str, Any], taken: set[str]) -> dict[str, Any]:
+    """The CreateHarness members an AgentCore environment config stands for.
+
+    A config holding the ``environment`` object itself (``{"agentCoreRuntimeEnvironment":
+    {...}}``) goes under the ``environment`` member, as given. A config of CreateHarness
+    members (``environment``, ``environmentVariables``, ``environmentArtifact``, ...) is
+    merged into the request as given. Mixing the two is refused.
+    """
+    keys = set(config)
+    if keys and keys <= HARNESS_ENVIRONMENT_MEMBERS:
+        return {"environment": dict(config)}
+    stray = keys & HARNESS_ENVIRONMENT_MEMBERS
+    if stray:
+        raise ValueError(
+            f"environment config mixes {', '.join(sorted(stray))} (the environment object) with "
+            f"CreateHarness members {', '.join(sorted(keys - stray))}; nest it under 'environment'"
+        )
+    clash = (taken | {"harnessName", "clientToken"}) & keys
+    if clash:
+        raise ValueError(f"environment config may not set {', '.join(sorted(clash))}")
+    return dict(config)
 
 
 def _provision_harness(

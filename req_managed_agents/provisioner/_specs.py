@@ -68,8 +68,10 @@ class EnvironmentSpec:
     """An environment: the provider's own ``config`` (passed verbatim) plus runtimes.
 
     For Claude, ``config`` is the environment ``config`` object (``{"type": "cloud",
-    "networking": ..., "packages": ...}``). For AgentCore, its keys are ``CreateHarness``
-    members such as ``environment``, ``environmentVariables`` or ``environmentArtifact``.
+    "networking": ..., "packages": ...}``). For AgentCore, it is either the ``CreateHarness``
+    ``environment`` object (``{"agentCoreRuntimeEnvironment": {...}}``, sent under that
+    member) or ``CreateHarness`` members such as ``environment``, ``environmentVariables``
+    or ``environmentArtifact`` (merged into the request).
     """
 
     config: Mapping[str, Any] = field(default_factory=dict)

@@ -204,20 +204,38 @@ class AgentCoreClient:
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
-        harnesses: list[dict[str, Any]] = []
+        return self._paged("/harnesses", "harnesses")
+
+    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
         seen_tokens: set[str] = set()
         while True:
-            page = self._control_json("GET", "/harnesses", params=params)
-            items = page.get("harnesses")
-            if not isinstance(items, list):
-                raise APIError(200, None, "ListHarnesses returned no 'harnesses' list", None)
-            harnesses.extend(item for item in items if isinstance(item, dict))
+            page = self._control_json("GET", path, params=params)
+            found = page.get(member)
+            if not isinstance(found, list):
+                raise APIError(200, None, f"GET {path} returned no {member!r} list", None)
+            items.extend(item for item in found if isinstance(item, dict))
             token = page.get("nextToken")
             if not isinstance(token, str) or not token or token in seen_tokens:
-                return harnesses
+                return items
             seen_tokens.add(token)
             params = {**params, "nextToken": token}
+
+    def update_harness(
+        self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """``UpdateHarness`` (a ``PATCH`` of the members given); returns the ``harness``
+        object, usually ``UPDATING``. A ``clientToken`` is added when absent, so a retry is
+        harmless."""
+        payload = {"clientToken": _client_token(), **body}
+        path = f"/harnesses/{_segment(harness_id)}"
+        updated = self._control_json("PATCH", path, body=payload, deadline=deadline)
+        return _harness(updated, "UpdateHarness")
+
+    def list_harness_versions(self, harness_id: str) -> list[dict[str, Any]]:
+        """Every version of a harness (``ListHarnessVersions``), following ``nextToken``."""
+        return self._paged(f"/harnesses/{_segment(harness_id)}/versions", "harnessVersions")
 
     def delete_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``DeleteHarness``; deletion is asynchronous (the harness goes ``DELETING``)."""

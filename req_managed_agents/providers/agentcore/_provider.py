@@ -137,6 +137,7 @@ class BedrockAgentCore:
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
+        handler_tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> AgentCoreConversation:
         """Prepare a runtime session; nothing is sent until the first prompt."""
         check_options(options, _OPTIONS, "Bedrock AgentCore")
@@ -160,7 +161,7 @@ class BedrockAgentCore:
             self.client,
             str(harness_arn),
             str(runtime_session_id),
-            request_options=_request_options(options),
+            request_options=_request_options(options, handler_tools),
             idle_timeout=idle_timeout,
             invoke_retries=retries,
             qualifier=options.get("qualifier"),
@@ -172,8 +173,11 @@ class BedrockAgentCore:
         )
 
 
-def _request_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The optional ``InvokeHarness`` members; absent options are omitted, never null."""
+def _request_options(
+    options: Mapping[str, Any], handler_tools: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The optional ``InvokeHarness`` members; absent options are omitted, never null.
+    Without ``tools=``, the handler's own tools are declared, if it has them."""
     body: dict[str, Any] = {}
     for option, member in (
         ("timeout_seconds", "timeoutSeconds"),
@@ -196,6 +200,8 @@ def _request_options(options: Mapping[str, Any]) -> dict[str, Any]:
             {"bedrockModelConfig": {"modelId": model}} if isinstance(model, str) else dict(model)
         )
     tools = options.get("tools")
+    if tools is None and handler_tools:
+        tools = handler_tools
     if tools is not None:
         body["tools"] = _tools(tools)
     if options.get("allowed_tools") is not None:

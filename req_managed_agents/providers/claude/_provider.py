@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import requests
@@ -95,6 +95,7 @@ class ClaudeManagedAgents:
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
+        handler_tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
         check_options(options, _OPTIONS, "Claude Managed Agents")
