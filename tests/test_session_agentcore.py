@@ -559,7 +559,7 @@ def test_absent_options_are_omitted_never_null(
 ) -> None:
     run(provider, emulator, CountingTools(), **options)
     for request in invoke_requests(emulator):
-        assert set(request.body) == {"messages"}
+        assert set(request.body) == {"messages", "tools"}, "the handler's tools are declared"
         assert b"null" not in request.raw_body
 
 
