@@ -88,7 +88,9 @@ class ConfirmationHandler(Protocol):
     or returns anything else denies the call.
     """
 
-    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision: ...
+    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision:
+        """Allow or deny ``tool_use`` (``context`` says which session asks)."""
+        ...
 
 
 def content_blocks(output: object) -> list[ContentBlock] | None:
@@ -141,5 +143,8 @@ def call_tool(
     blocks = content_blocks(output)
     if blocks is not None:
         return ToolResult.of_blocks(tool_use.id, blocks), None
-    message = f"tool {tool_use.name!r} returned {type(output).__name__}; expected str or ToolResult"
+    message = (
+        f"tool {tool_use.name!r} returned {type(output).__name__}; expected str, ToolResult, "
+        "Image, Document or a list of them"
+    )
     return ToolResult(tool_use.id, message, is_error=True), None

@@ -148,8 +148,8 @@ class HttpClient:
         self, prepared: requests.PreparedRequest, stream: bool
     ) -> dict[str, Any]:
         """Proxies, CA bundle and client certificate as ``requests.get`` would use them:
-        ``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``, ``.netrc``
-        aside (authentication is ours), merged with the session's own settings."""
+        ``HTTPS_PROXY``/``NO_PROXY``, ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``, merged with
+        the session's own settings (``.netrc`` is not read: authentication is ours)."""
         settings = self.session.merge_environment_settings(prepared.url, {}, stream, None, None)
         return dict(settings)
 
@@ -190,7 +190,14 @@ class HttpClient:
             # Streams are decoded as they arrive: compression would hide the frames.
             headers = {"accept-encoding": "identity", **(headers or {})}
         request = requests.Request(
-            method, url, params=params, json=json, data=data, files=files, headers=headers
+            method,
+            url,
+            params=params,
+            json=json,
+            data=data,
+            files=files,
+            headers=headers,
+            auth=_own_auth,  # never .netrc's: the provider authenticates below
         )
         attempt = 0
         while True:
@@ -249,6 +256,12 @@ class HttpClient:
             else:
                 time.sleep(delay)
             attempt += 1
+
+
+def _own_auth(request: requests.PreparedRequest) -> requests.PreparedRequest:
+    """An ``auth`` that adds nothing: with it, ``requests`` does not look in ``.netrc`` and
+    send a stranger's credentials (the provider's own authentication is added after)."""
+    return request
 
 
 def _check_header_values(prepared: requests.PreparedRequest) -> None:

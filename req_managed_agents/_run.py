@@ -2,7 +2,7 @@
 
 A run is one prompt (or outcome) and every turn it causes. The worker thread records each
 finished turn here, and everything the run reports as it happens - text, tool calls,
-confirmations, turn ends - passes through :meth:`_Run.emit` to the session's ``on_text``
+confirmations, turn ends - passes through :meth:`Run.emit` to the session's ``on_text``
 callback and to the consumer of :meth:`Session.stream`, if there is one.
 """
 
@@ -55,6 +55,8 @@ class Run:
     last_turn: TurnResult | None = None
     outcome: Mapping[str, Any] | None = None
     reprompts: int = 0
+    # A reattached session's last turn: history, reported only if the run adds no turn.
+    resumed: TurnResult | None = None
     tracker: TextTracker = field(init=False)
 
     def __post_init__(self) -> None:
@@ -89,13 +91,24 @@ class Run:
         if turn.outcome is not None:
             self.outcome = turn.outcome
 
+    def resume(self, turn: TurnResult) -> None:
+        """Start from a reattached session's current turn, which is not this run's."""
+        self.resumed = self.last_turn = turn
+        self.live.clear()
+
     def called_terminal_tool(self) -> bool:
         return self.terminal_tool_input() is not None
 
     def terminal_tool_input(self) -> Mapping[str, Any] | None:
+        """The input of the last call to the terminal tool that did not fail (a call its
+        own validation refused is not an answer)."""
         if self.terminal_tool is None:
             return None
-        calls = [use for use in self.tool_uses if use.name == self.terminal_tool]
+        calls = [
+            use
+            for use, result in zip(self.tool_uses, self.tool_results)
+            if use.name == self.terminal_tool and not result.is_error
+        ]
         return calls[-1].input if calls else None
 
     def result(self, terminal: Terminal, stop_reason: Any) -> SessionResult:
@@ -107,7 +120,11 @@ class Run:
             turn_usage=tuple(self.turn_usage),
             session_id=self.session_id,
             stop_reason=stop_reason,
-            events=(*self.events, *self.live),
+            events=(
+                (*self.events, *self.live)
+                if self.turn_usage or self.resumed is None
+                else (*self.resumed.events, *self.live)
+            ),
             tool_uses=tuple(self.tool_uses),
             tool_results=tuple(self.tool_results),
             terminal_tool_input=self.terminal_tool_input(),

@@ -79,6 +79,9 @@ REPROMPT = (
 DEFAULT_MAX_REPROMPTS = 2
 # After a timeout or close, how long to wait for the worker to notice the torn-down I/O.
 _WORKER_JOIN_TIMEOUT = 1.0
+# How long stopping waits for the provider to take the interrupt; it goes on in the
+# background after that, so Ctrl-C never hangs on a slow network.
+INTERRUPT_WAIT = 5.0
 
 TurnGuard = Callable[[Usage, int, str], "str | None"]
 """``turn_guard(usage_so_far, turns, session_id)``: return a reason string to halt the run."""
@@ -109,8 +112,9 @@ class Session:
     ``terminated``), ``max_concurrency`` and ``tool_timeout`` for local tools, ``turn_guard``
     (see :data:`TurnGuard`), ``metadata`` (reaches handlers via :class:`SessionInfo`),
     ``telemetry_metadata``, ``on_text`` (called with each new piece of the agent's text as
-    it is written), ``confirm`` (see :data:`ConfirmPolicy`; a handler's
-    ``handle_confirmation`` takes precedence), ``terminal_tool`` and ``max_reprompts`` (an
+    it is written; the rare rewrite of text already shown, by a retried AgentCore attempt,
+    comes through as more text: :meth:`stream` reports it as a ``TextReset``), ``confirm``
+    (see :data:`ConfirmPolicy`; a handler's ``handle_confirmation`` takes precedence), ``terminal_tool`` and ``max_reprompts`` (an
     ``end_turn`` that never called that tool is re-prompted that many times, then ends
     ``terminated`` with stop reason ``{"type": "no_terminal_tool"}``), ``outcome`` (an
     :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
@@ -348,20 +352,24 @@ class Session:
             self._worker.start()
 
     def _shutdown(self, *, interrupt: bool) -> None:
+        """Stop the run in flight (once: a run stopped on a timeout is not interrupted
+        later by ``close``) and release the conversation."""
         with self._lock:
             self._closed = True
             conversation, worker = self._conversation, self._worker
             running = self._future is not None and not self._future.done()
-        self._stop.set()
+            first = not self._stop.is_set()
+            self._stop.set()
         if conversation is not None:
             # Abort first so the worker reports the cancellation, not the turn the interrupt
-            # ends; the interrupt then stops the provider from working on (and billing) it.
+            # ends, and wait for it: a post already on its way lands before the interrupt,
+            # which then stops the provider from working on (and billing) it.
             conversation.abort()
-            if interrupt and running:
-                conversation.interrupt()
         if worker is not None and worker is not threading.current_thread():
             worker.join(_WORKER_JOIN_TIMEOUT)
         if conversation is not None:
+            if interrupt and running and first:
+                _bounded(conversation.interrupt, INTERRUPT_WAIT)
             conversation.close()
 
     def _work(
@@ -468,26 +476,24 @@ class Session:
         conversation, turn = self._open(run)
         telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))
         if turn is not None:
-            run.take(turn)  # the resumed state: history, not a turn of this run
+            run.resume(turn)
             # A turn that gave up (retries exhausted, a refusal) leaves the session open.
             if (
-                prompt is not None
+                (prompt is not None or outcome is not None)
                 and turn.terminal == "terminated"
                 and conversation.accepts_input()
             ):
-                turn = conversation.send_prompt(prompt)
-                prompt = None
+                turn = _send_input(conversation, prompt, outcome)
+                prompt = outcome = None
                 self._record(run, turn)
-        elif outcome is not None:
-            turn = conversation.define_outcome(outcome)
-            self._record(run, turn)
         else:
-            turn = conversation.send_prompt(prompt or DEFAULT_PROMPT)
-            prompt = None
+            turn = _send_input(conversation, prompt or DEFAULT_PROMPT, outcome)
+            prompt = outcome = None
             self._record(run, turn)
         while True:
+            pending = prompt is not None or outcome is not None
             more_work = turn.terminal == "requires_action" or (
-                prompt is not None and turn.terminal == "end_turn"
+                pending and turn.terminal == "end_turn"
             )
             if not more_work and not self._owes_terminal_call(run, turn):
                 return run.result(turn.terminal, turn.stop_reason)
@@ -505,18 +511,20 @@ class Session:
                 )
             if turn.terminal == "requires_action":
                 turn = self._answer(conversation, turn, run, stop)
-            elif prompt is not None:
-                turn = conversation.send_prompt(prompt)
-                prompt = None
+            elif pending:
+                turn = _send_input(conversation, prompt, outcome)
+                prompt = outcome = None
             else:
                 run.reprompts += 1
                 turn = conversation.send_prompt(REPROMPT.format(tool=self.terminal_tool))
             self._record(run, turn)
 
     def _owes_terminal_call(self, run: Run, turn: TurnResult) -> bool:
-        """Whether the agent ended its turn without the call the session requires."""
+        """Whether the agent ended a turn of this run without the call the session requires
+        (a reattached run that asked nothing owes nothing)."""
         return (
             self.terminal_tool is not None
+            and bool(run.turn_usage)
             and turn.terminal == "end_turn"
             and not run.called_terminal_tool()
         )
@@ -639,6 +647,22 @@ def _outcome(outcome: Outcome | Mapping[str, Any] | None, provider: Provider) ->
         except TypeError as exc:
             raise ConfigurationError(f"outcome: {exc}") from None
     raise ConfigurationError("outcome must be an Outcome or a mapping of its fields")
+
+
+def _send_input(
+    conversation: Conversation, prompt: str | None, outcome: Outcome | None
+) -> TurnResult:
+    """Start a turn: work toward ``outcome`` if there is one, else answer ``prompt``."""
+    if outcome is not None:
+        return conversation.define_outcome(outcome)
+    return conversation.send_prompt(prompt or DEFAULT_PROMPT)
+
+
+def _bounded(call: Callable[[], None], seconds: float) -> None:
+    """Run ``call`` on a daemon thread and wait for it at most ``seconds``."""
+    thread = threading.Thread(target=call, name="rma-interrupt", daemon=True)
+    thread.start()
+    thread.join(seconds)
 
 
 def _bad_hook(answer: object) -> str:

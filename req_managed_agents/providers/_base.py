@@ -45,8 +45,9 @@ class Aborted(Exception):
 
 
 class Conversation(Protocol):
-    """One provider session, driven turn by turn. Not shared between threads except
-    :meth:`abort`, which any thread may call to unblock the driving one."""
+    """One provider session, driven turn by turn by one thread. Any other thread may call
+    :meth:`abort` (to unblock the driving one), :meth:`interrupt`, :meth:`send_event` and
+    :meth:`close`: they only send a request or close I/O."""
 
     info: SessionInfo
 

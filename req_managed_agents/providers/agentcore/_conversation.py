@@ -103,6 +103,8 @@ class AgentCoreConversation:
         self._reattached = reattached
         self._on_text = on_text
         self._turns = 0
+        # The text blocks any attempt of the current turn has shown.
+        self._shown_blocks: set[int] = set()
         self.info = SessionInfo(
             runtime_session_id, PROVIDER_NAME, {**metadata, "harness_arn": harness_arn}
         )
@@ -188,6 +190,7 @@ class AgentCoreConversation:
     def _turn(self, messages: list[dict[str, Any]]) -> TurnResult:
         body = {"messages": messages, **self._options}
         self._turns += 1
+        self._shown_blocks = set()
         attempt = 0
         while True:
             if self._aborted.is_set():
@@ -205,6 +208,7 @@ class AgentCoreConversation:
                 if self._on_text is not None and isinstance(delta, Mapping):
                     index = delta.get("contentBlockIndex")
                     if isinstance(index, int) and index in fold.text_blocks:
+                        self._shown_blocks.add(index)
                         self._on_text(self._message(index), fold.text_blocks[index], False)
 
             try:
@@ -249,10 +253,11 @@ class AgentCoreConversation:
         return f"turn-{self._turns}-block-{index}"
 
     def _committed(self, fold: ConverseFold, events: list[Envelope]) -> TurnResult:
-        """The turn the harness committed; its text blocks are final now."""
+        """The turn the harness committed; its text blocks are final now (a block only an
+        abandoned attempt wrote ends empty, so what it showed is withdrawn)."""
         if self._on_text is not None:
-            for index, text in sorted(fold.text_blocks.items()):
-                self._on_text(self._message(index), text, True)
+            for index in sorted(self._shown_blocks | set(fold.text_blocks)):
+                self._on_text(self._message(index), fold.text_blocks.get(index, ""), True)
         return fold.result(events)
 
 

@@ -145,7 +145,7 @@ class ClaudeConversation:
         item = self._next()
         history = item.events if isinstance(item, History) else [item]
         for event in history:
-            self._observe(event)
+            self._observe(event, live=False)  # old text is not streamed again
         boundaries = [i for i, event in enumerate(history) if is_boundary(event)]
         last = boundaries[-1] if boundaries else -1
         tail = history[last + 1 :]
@@ -159,7 +159,7 @@ class ClaudeConversation:
             return None  # never prompted
         previous = boundaries[-2] if len(boundaries) > 1 else -1
         turn_events = history[previous + 1 : last + 1]
-        for event in turn_events:
+        for event in (*turn_events, *tail):
             self._on_event(event)
         turn = normalize(turn_events, self._tool_uses, self._asks)
         if turn.terminal != "terminated" and self._archived():
@@ -283,7 +283,8 @@ class ClaudeConversation:
         except FeedClosed:
             raise Aborted from None
 
-    def _observe(self, event: Event) -> None:
+    def _observe(self, event: Event, *, live: bool = True) -> None:
+        """Remember what an event changes; ``live`` events also report their text."""
         kind = event.get("type")
         if kind == CUSTOM_TOOL_USE:
             tool_use = tool_use_of(event)
@@ -293,17 +294,25 @@ class ClaudeConversation:
             self._asks.setdefault(tool_use.id, tool_use)
         elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION):
             self._answered.add(_answered_id(event))
+        elif kind == DEFINE_OUTCOME:
+            self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
-        elif kind == "agent.message" and self._on_text is not None:
+        elif kind == "agent.message" and live and self._on_text is not None:
             message = str(event.get("id", ""))
             self._previews.pop(message, None)
             self._on_text(message, text_of(event), True)
 
     def _preview(self, event: Event) -> None:
-        """Add an ``event_delta`` to its message's text and report the text so far."""
-        if self._on_text is None or event.get("type") != "event_delta":
-            return  # event_start opens a preview that its deltas fill in
+        """Add an ``event_delta`` to its message's text and report the text so far; an
+        ``event_start`` (again, after a reconnect) starts the message's preview over."""
+        if self._on_text is None:
+            return
+        if event.get("type") == "event_start":
+            started = event.get("event")
+            if isinstance(started, Mapping):
+                self._previews.pop(str(started.get("id", "")), None)
+            return
         delta = event.get("delta")
         content = delta.get("content") if isinstance(delta, Mapping) else None
         text = content.get("text") if isinstance(content, Mapping) else None
@@ -359,16 +368,23 @@ class ClaudeConversation:
         return replace(turn, tool_uses=fresh, confirmations=asks)
 
     def _post(self, events: Sequence[Event], landed: Landed) -> set[str]:
-        """Post ``events`` once; after a failure that does not prove they were refused,
-        re-send only those the history does not show (``landed`` maps the position of each
-        event found there to the id the session gave it). Returns the ids of the events as
-        the session recorded them."""
+        """Post ``events`` once; after a failure, re-send only those the history does not
+        show (``landed`` maps the position of each event found there to the id the session
+        gave it). Returns the ids of the events as the session recorded them.
+
+        A refusal (a rate limit, an overload with ``retry-after``) proves nothing arrived, so
+        what is missing goes again after the wait. Any other failure may mean the request is
+        still on its way (a read timeout, a proxy's 5xx): the history is looked at once more,
+        later, before anything missing from it is sent again, so a slow server is not sent the
+        same prompt twice.
+        """
         kinds = {str(event["type"]) for event in events}
         try:
             return _echo_ids(self._send(events), kinds)
         except (TransportError, ServerError, RateLimitError) as exc:
             failure: ManagedAgentsError = exc
-        for attempt in range(RESULT_RESEND_ATTEMPTS):
+        # One more look than re-sends: an ambiguous failure is first only looked up.
+        for attempt in range(RESULT_RESEND_ATTEMPTS + 1):
             delay = RESULT_RESEND_BACKOFF * 2.0**attempt * (1 - 0.25 * random.random())
             if isinstance(failure, APIError):
                 retry_after = failure.retry_after or 0.0
@@ -385,9 +401,10 @@ class ClaudeConversation:
                 found = landed(history)
                 missing = [event for i, event in enumerate(events) if i not in found]
                 echoes = set(found.values())
-                if missing:
-                    echoes |= _echo_ids(self._send(missing), kinds)
-                return echoes
+                if not missing:
+                    return echoes
+                if _refused(failure) or attempt > 0:
+                    return echoes | _echo_ids(self._send(missing), kinds)
             except (TransportError, ServerError, RateLimitError) as exc:
                 failure = exc
         raise failure
@@ -407,6 +424,17 @@ def _is_activity(event: Event) -> bool:
     if kind == "user.interrupt":
         return False  # interrupting an idle session changes nothing
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
+
+
+def _refused(failure: ManagedAgentsError) -> bool:
+    """Whether a failed post provably did nothing: the service turned it away up front."""
+    if isinstance(failure, RateLimitError):
+        return True
+    return (
+        isinstance(failure, APIError)
+        and failure.status_code in (503, 529)
+        and failure.retry_after is not None
+    )
 
 
 def _answered_id(event: Event) -> str:

@@ -13,6 +13,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.parser import BytesParser
 from pathlib import Path
@@ -44,10 +45,13 @@ from req_managed_agents.providers.claude import (
     ClaudeClient,
     ClaudeManagedAgents,
 )
+from req_managed_agents.testing import ClaudeEmulator
 
 API = "https://api.test"
 KEY = "sk-ant-test-0123456789abcdefXYZ"
 FILES_AND_AGENTS_BETA = f"{FILES_BETA},{MANAGED_AGENTS_BETA}"
+# Memory store endpoints take either beta: both are sent.
+MEMORY_AND_AGENTS_BETA = "agent-memory-2026-07-22,managed-agents-2026-04-01"
 ANY_URL = re.compile(r"https://api\.test/.*")
 
 Call = Callable[[ClaudeClient], Any]
@@ -540,6 +544,62 @@ ID_CALLS = [
     pytest.param(lambda c, i: c.get_file(i), "/v1/files/{}", id="get_file"),
     pytest.param(lambda c, i: c.download_file(i), "/v1/files/{}/content", id="download"),
     pytest.param(lambda c, i: c.delete_file(i), "/v1/files/{}", id="delete_file"),
+    pytest.param(lambda c, i: c.get_agent(i, version=2), "/v1/agents/{}", id="get_agent_version"),
+    pytest.param(
+        lambda c, i: c.list_agent_versions(i), "/v1/agents/{}/versions", id="agent_versions"
+    ),
+    pytest.param(lambda c, i: c.update_session(i, {}), "/v1/sessions/{}", id="update_session"),
+    pytest.param(lambda c, i: c.update_environment(i, {}), "/v1/environments/{}", id="update_env"),
+    pytest.param(lambda c, i: c.delete_environment(i), "/v1/environments/{}", id="delete_env"),
+    pytest.param(lambda c, i: c.list_threads(i), "/v1/sessions/{}/threads", id="list_threads"),
+    pytest.param(
+        lambda c, i: c.get_thread(i, "sthr_1"), "/v1/sessions/{}/threads/sthr_1", id="thread_sid"
+    ),
+    pytest.param(
+        lambda c, i: c.archive_thread("sesn_1", i),
+        "/v1/sessions/sesn_1/threads/{}/archive",
+        id="archive_thread_tid",
+    ),
+    pytest.param(
+        lambda c, i: c.list_thread_events("sesn_1", i),
+        "/v1/sessions/sesn_1/threads/{}/events",
+        id="thread_events_tid",
+    ),
+    pytest.param(lambda c, i: c.get_memory_store(i), "/v1/memory_stores/{}", id="memory_store"),
+    pytest.param(
+        lambda c, i: c.archive_memory_store(i),
+        "/v1/memory_stores/{}/archive",
+        id="archive_memory_store",
+    ),
+    pytest.param(
+        lambda c, i: c.create_memory(i, "/a.md", "x"),
+        "/v1/memory_stores/{}/memories",
+        id="create_memory",
+    ),
+    pytest.param(
+        lambda c, i: c.get_memory("memstore_1", i),
+        "/v1/memory_stores/memstore_1/memories/{}",
+        id="get_memory_mid",
+    ),
+    pytest.param(
+        lambda c, i: c.delete_memory(i, "mem_1"),
+        "/v1/memory_stores/{}/memories/mem_1",
+        id="delete_memory_sid",
+    ),
+    pytest.param(lambda c, i: c.delete_vault(i), "/v1/vaults/{}", id="delete_vault"),
+    pytest.param(
+        lambda c, i: c.list_vault_credentials(i), "/v1/vaults/{}/credentials", id="credentials"
+    ),
+    pytest.param(
+        lambda c, i: c.update_vault_credential("vlt_1", i, {}),
+        "/v1/vaults/vlt_1/credentials/{}",
+        id="update_credential_cid",
+    ),
+    pytest.param(
+        lambda c, i: c.archive_vault_credential(i, "cred_1"),
+        "/v1/vaults/{}/credentials/cred_1/archive",
+        id="archive_credential_vid",
+    ),
 ]
 
 
@@ -581,6 +641,12 @@ def test_ids_are_escaped_into_exactly_one_path_segment(
         pytest.param(lambda c, i: c.archive_session(i), "..", id="archive_session-.."),
         pytest.param(lambda c, i: c.get_file(i), ".", id="get_file-."),
         pytest.param(lambda c, i: c.get_agent(i), ".", id="get_agent-."),
+        pytest.param(lambda c, i: c.get_thread("sesn_1", i), "..", id="get_thread-.."),
+        pytest.param(lambda c, i: c.delete_memory(i, "mem_1"), "..", id="delete_memory-.."),
+        pytest.param(
+            lambda c, i: c.delete_vault_credential("vlt_1", i), "..", id="delete_credential-.."
+        ),
+        pytest.param(lambda c, i: c.delete_environment(i), ".", id="delete_environment-."),
     ],
 )
 def test_dot_segment_ids_cannot_reach_another_path(
@@ -1147,6 +1213,116 @@ NON_IDEMPOTENT_CALLS = [
         id="attach_file",
     ),
     pytest.param(lambda c: c.upload_file(b"data", filename="a.txt"), "/v1/files", id="upload_file"),
+    pytest.param(
+        lambda c: c.create_memory_store({"name": "notes"}), "/v1/memory_stores", id="memory_store"
+    ),
+    pytest.param(
+        lambda c: c.create_memory("memstore_1", "/a.md", "x"),
+        "/v1/memory_stores/memstore_1/memories",
+        id="create_memory",
+    ),
+    pytest.param(
+        lambda c: c.update_memory(
+            "memstore_1",
+            "mem_1",
+            {"content": "y", "precondition": {"type": "content_sha256", "content_sha256": "0"}},
+        ),
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        id="conditional_memory_update",
+    ),
+    pytest.param(lambda c: c.create_vault({"display_name": "v"}), "/v1/vaults", id="vault"),
+    pytest.param(
+        lambda c: c.create_vault_credential("vlt_1", {"auth": {"type": "static_bearer"}}),
+        "/v1/vaults/vlt_1/credentials",
+        id="credential",
+    ),
+]
+
+
+# Updates set the fields they name: a repeat leaves the same state, so they retry like GETs.
+IDEMPOTENT_WRITES = [
+    pytest.param(
+        lambda c: c.update_session("sesn_1", {"title": "t"}),
+        "POST",
+        "/v1/sessions/sesn_1",
+        id="update_session",
+    ),
+    pytest.param(
+        lambda c: c.update_environment("env_1", {"description": "d"}),
+        "POST",
+        "/v1/environments/env_1",
+        id="update_environment",
+    ),
+    pytest.param(
+        lambda c: c.delete_environment("env_1"),
+        "DELETE",
+        "/v1/environments/env_1",
+        id="delete_environment",
+    ),
+    pytest.param(
+        lambda c: c.archive_thread("sesn_1", "sthr_1"),
+        "POST",
+        "/v1/sessions/sesn_1/threads/sthr_1/archive",
+        id="archive_thread",
+    ),
+    pytest.param(
+        lambda c: c.update_memory_store("memstore_1", {"name": "n"}),
+        "POST",
+        "/v1/memory_stores/memstore_1",
+        id="update_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.archive_memory_store("memstore_1"),
+        "POST",
+        "/v1/memory_stores/memstore_1/archive",
+        id="archive_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.delete_memory_store("memstore_1"),
+        "DELETE",
+        "/v1/memory_stores/memstore_1",
+        id="delete_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.update_memory("memstore_1", "mem_1", {"content": "y"}),
+        "POST",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        id="unconditional_memory_update",
+    ),
+    pytest.param(
+        lambda c: c.delete_memory("memstore_1", "mem_1"),
+        "DELETE",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        id="delete_memory",
+    ),
+    pytest.param(
+        lambda c: c.update_vault("vlt_1", {"display_name": "v"}),
+        "POST",
+        "/v1/vaults/vlt_1",
+        id="update_vault",
+    ),
+    pytest.param(
+        lambda c: c.archive_vault("vlt_1"), "POST", "/v1/vaults/vlt_1/archive", id="archive_vault"
+    ),
+    pytest.param(lambda c: c.delete_vault("vlt_1"), "DELETE", "/v1/vaults/vlt_1", id="del_vault"),
+    pytest.param(
+        lambda c: c.update_vault_credential("vlt_1", "cred_1", {"display_name": "c"}),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1",
+        id="update_credential",
+    ),
+    pytest.param(
+        lambda c: c.archive_vault_credential("vlt_1", "cred_1"),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1/archive",
+        id="archive_credential",
+    ),
+    pytest.param(
+        lambda c: c.delete_vault_credential("vlt_1", "cred_1"),
+        "DELETE",
+        "/v1/vaults/vlt_1/credentials/cred_1",
+        id="delete_credential",
+    ),
 ]
 
 
@@ -1352,9 +1528,10 @@ def test_upload_retry_resends_the_whole_file(
         pytest.param(
             lambda c: c.delete_file("file_1"), "DELETE", "/v1/files/file_1", id="delete_file"
         ),
+        *IDEMPOTENT_WRITES,
     ],
 )
-def test_idempotent_archive_and_delete_are_retried_on_500(
+def test_idempotent_archive_update_and_delete_are_retried_on_500(
     call: Call, method: str, path: str, client: ClaudeClient, mock: responses.RequestsMock
 ) -> None:
     mock.add(method, API + path, status=500, json=error_body())
@@ -1637,3 +1814,889 @@ def test_a_redirect_is_not_mistaken_for_success(
         client.get_agent("agent_1")
 
     assert caught.value.status_code == status
+
+
+# -- 7. the wider control plane: versions, threads, memory stores, vaults -------------------
+
+CREDENTIAL_AUTH = {"type": "static_bearer", "mcp_server_url": "https://mcp.test", "token": "t"}
+PRECONDITION = {"type": "content_sha256", "content_sha256": "ab" * 32}
+
+CONTROL_PLANE_ENDPOINTS = [
+    pytest.param(
+        lambda c: c.get_agent("agent_1", version=2),
+        "GET",
+        "/v1/agents/agent_1",
+        {"version": ["2"]},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="get_agent_version",
+    ),
+    pytest.param(
+        lambda c: c.update_session("sesn_1", {"title": "t", "metadata": {"gone": None}}),
+        "POST",
+        "/v1/sessions/sesn_1",
+        {},
+        {"title": "t", "metadata": {"gone": None}},
+        MANAGED_AGENTS_BETA,
+        id="update_session",
+    ),
+    pytest.param(
+        lambda c: c.update_environment("env_1", {"description": "d", "metadata": {"k": ""}}),
+        "POST",
+        "/v1/environments/env_1",
+        {},
+        {"description": "d", "metadata": {"k": ""}},
+        MANAGED_AGENTS_BETA,
+        id="update_environment",
+    ),
+    pytest.param(
+        lambda c: c.delete_environment("env_1"),
+        "DELETE",
+        "/v1/environments/env_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="delete_environment",
+    ),
+    pytest.param(
+        lambda c: c.get_thread("sesn_1", "sthr_1"),
+        "GET",
+        "/v1/sessions/sesn_1/threads/sthr_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="get_thread",
+    ),
+    pytest.param(
+        lambda c: c.archive_thread("sesn_1", "sthr_1"),
+        "POST",
+        "/v1/sessions/sesn_1/threads/sthr_1/archive",
+        {},
+        {},
+        MANAGED_AGENTS_BETA,
+        id="archive_thread",
+    ),
+    pytest.param(
+        lambda c: c.create_memory_store({"name": "notes", "description": "d"}),
+        "POST",
+        "/v1/memory_stores",
+        {},
+        {"name": "notes", "description": "d"},
+        MEMORY_AND_AGENTS_BETA,
+        id="create_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.get_memory_store("memstore_1"),
+        "GET",
+        "/v1/memory_stores/memstore_1",
+        {},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="get_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.update_memory_store("memstore_1", {"metadata": {"owner": "me"}}),
+        "POST",
+        "/v1/memory_stores/memstore_1",
+        {},
+        {"metadata": {"owner": "me"}},
+        MEMORY_AND_AGENTS_BETA,
+        id="update_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.archive_memory_store("memstore_1"),
+        "POST",
+        "/v1/memory_stores/memstore_1/archive",
+        {},
+        {},
+        MEMORY_AND_AGENTS_BETA,
+        id="archive_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.delete_memory_store("memstore_1"),
+        "DELETE",
+        "/v1/memory_stores/memstore_1",
+        {},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="delete_memory_store",
+    ),
+    pytest.param(
+        lambda c: c.create_memory("memstore_1", "/notes/todo.md", ""),
+        "POST",
+        "/v1/memory_stores/memstore_1/memories",
+        {},
+        {"path": "/notes/todo.md", "content": ""},
+        MEMORY_AND_AGENTS_BETA,
+        id="create_memory",
+    ),
+    pytest.param(
+        lambda c: c.create_memory("memstore_1", "/a.md", "hi", view="full"),
+        "POST",
+        "/v1/memory_stores/memstore_1/memories",
+        {"view": ["full"]},
+        {"path": "/a.md", "content": "hi"},
+        MEMORY_AND_AGENTS_BETA,
+        id="create_memory_full_view",
+    ),
+    pytest.param(
+        lambda c: c.get_memory("memstore_1", "mem_1"),
+        "GET",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        {},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="get_memory",
+    ),
+    pytest.param(
+        lambda c: c.get_memory("memstore_1", "mem_1", view="basic"),
+        "GET",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        {"view": ["basic"]},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="get_memory_basic_view",
+    ),
+    pytest.param(
+        lambda c: c.update_memory(
+            "memstore_1", "mem_1", {"path": "/b.md", "precondition": PRECONDITION}, view="full"
+        ),
+        "POST",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        {"view": ["full"]},
+        {"path": "/b.md", "precondition": PRECONDITION},
+        MEMORY_AND_AGENTS_BETA,
+        id="update_memory",
+    ),
+    pytest.param(
+        lambda c: c.delete_memory("memstore_1", "mem_1"),
+        "DELETE",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        {},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="delete_memory",
+    ),
+    pytest.param(
+        lambda c: c.delete_memory("memstore_1", "mem_1", expected_content_sha256="ab" * 32),
+        "DELETE",
+        "/v1/memory_stores/memstore_1/memories/mem_1",
+        {"expected_content_sha256": ["ab" * 32]},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="delete_memory_if_unchanged",
+    ),
+    pytest.param(
+        lambda c: c.create_vault({"display_name": "prod", "metadata": {"team": "infra"}}),
+        "POST",
+        "/v1/vaults",
+        {},
+        {"display_name": "prod", "metadata": {"team": "infra"}},
+        MANAGED_AGENTS_BETA,
+        id="create_vault",
+    ),
+    pytest.param(
+        lambda c: c.get_vault("vlt_1"),
+        "GET",
+        "/v1/vaults/vlt_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="get_vault",
+    ),
+    pytest.param(
+        lambda c: c.update_vault("vlt_1", {"display_name": "staging"}),
+        "POST",
+        "/v1/vaults/vlt_1",
+        {},
+        {"display_name": "staging"},
+        MANAGED_AGENTS_BETA,
+        id="update_vault",
+    ),
+    pytest.param(
+        lambda c: c.archive_vault("vlt_1"),
+        "POST",
+        "/v1/vaults/vlt_1/archive",
+        {},
+        {},
+        MANAGED_AGENTS_BETA,
+        id="archive_vault",
+    ),
+    pytest.param(
+        lambda c: c.delete_vault("vlt_1"),
+        "DELETE",
+        "/v1/vaults/vlt_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="delete_vault",
+    ),
+    pytest.param(
+        lambda c: c.create_vault_credential(
+            "vlt_1", {"auth": CREDENTIAL_AUTH, "display_name": "github"}
+        ),
+        "POST",
+        "/v1/vaults/vlt_1/credentials",
+        {},
+        {"auth": CREDENTIAL_AUTH, "display_name": "github"},
+        MANAGED_AGENTS_BETA,
+        id="create_vault_credential",
+    ),
+    pytest.param(
+        lambda c: c.get_vault_credential("vlt_1", "cred_1"),
+        "GET",
+        "/v1/vaults/vlt_1/credentials/cred_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="get_vault_credential",
+    ),
+    pytest.param(
+        lambda c: c.update_vault_credential("vlt_1", "cred_1", {"auth": CREDENTIAL_AUTH}),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1",
+        {},
+        {"auth": CREDENTIAL_AUTH},
+        MANAGED_AGENTS_BETA,
+        id="update_vault_credential",
+    ),
+    pytest.param(
+        lambda c: c.archive_vault_credential("vlt_1", "cred_1"),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1/archive",
+        {},
+        {},
+        MANAGED_AGENTS_BETA,
+        id="archive_vault_credential",
+    ),
+    pytest.param(
+        lambda c: c.delete_vault_credential("vlt_1", "cred_1"),
+        "DELETE",
+        "/v1/vaults/vlt_1/credentials/cred_1",
+        {},
+        None,
+        MANAGED_AGENTS_BETA,
+        id="delete_vault_credential",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path", "query", "body", "beta"), CONTROL_PLANE_ENDPOINTS
+)
+def test_control_plane_endpoint_sends_the_sdk_request_and_returns_the_json(
+    call: Call,
+    method: str,
+    path: str,
+    query: dict[str, list[str]],
+    body: Any,
+    beta: str,
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+) -> None:
+    answer = {"id": "obj_1", "type": "thing", "nested": {"k": [1, 2]}}
+    mock.add(method, API + path, json=answer)
+
+    assert call(client) == answer
+
+    assert len(mock.calls) == 1
+    request = mock.calls[0].request
+    assert (request.method, path_of(request), query_of(request)) == (method, path, query)
+    assert_managed_agents_headers(request, beta)
+    if body is None:
+        assert not request.body
+    else:
+        assert request.headers["content-type"] == "application/json"
+        assert json_body(request) == body
+
+
+CONTROL_PLANE_LISTS = [
+    pytest.param(
+        lambda c: c.list_agent_versions("agent_1"),
+        "/v1/agents/agent_1/versions",
+        {"limit": ["100"]},
+        MANAGED_AGENTS_BETA,
+        id="list_agent_versions",
+    ),
+    pytest.param(
+        lambda c: c.list_threads("sesn_1", statuses=["idle", "running"]),
+        "/v1/sessions/sesn_1/threads",
+        {"limit": ["100"], "statuses[]": ["idle", "running"]},
+        MANAGED_AGENTS_BETA,
+        id="list_threads",
+    ),
+    pytest.param(
+        lambda c: c.list_thread_events("sesn_1", "sthr_1"),
+        "/v1/sessions/sesn_1/threads/sthr_1/events",
+        {"limit": ["100"]},
+        MANAGED_AGENTS_BETA,
+        id="list_thread_events",
+    ),
+    pytest.param(
+        lambda c: c.list_memory_stores(
+            include_archived=True, created_at_lte="2026-05-01T00:00:00Z"
+        ),
+        "/v1/memory_stores",
+        {
+            "limit": ["100"],
+            "include_archived": ["true"],
+            "created_at[lte]": ["2026-05-01T00:00:00Z"],
+        },
+        MEMORY_AND_AGENTS_BETA,
+        id="list_memory_stores",
+    ),
+    pytest.param(
+        lambda c: c.list_memories("memstore_1", path_prefix="/notes/", depth=1, view="basic"),
+        "/v1/memory_stores/memstore_1/memories",
+        {"limit": ["100"], "path_prefix": ["/notes/"], "depth": ["1"], "view": ["basic"]},
+        MEMORY_AND_AGENTS_BETA,
+        id="list_memories",
+    ),
+    pytest.param(
+        lambda c: c.list_vaults(include_archived=True),
+        "/v1/vaults",
+        {"limit": ["100"], "include_archived": ["true"]},
+        MANAGED_AGENTS_BETA,
+        id="list_vaults",
+    ),
+    pytest.param(
+        lambda c: c.list_vault_credentials("vlt_1", include_archived=False),
+        "/v1/vaults/vlt_1/credentials",
+        {"limit": ["100"], "include_archived": ["false"]},
+        MANAGED_AGENTS_BETA,
+        id="list_vault_credentials",
+    ),
+    pytest.param(
+        lambda c: c.list_events(
+            "sesn_1",
+            order="desc",
+            types=["agent.message", "agent.tool_use"],
+            created_at_gte="2026-04-01T00:00:00Z",
+        ),
+        "/v1/sessions/sesn_1/events",
+        {
+            "limit": ["100"],
+            "order": ["desc"],
+            "types[]": ["agent.message", "agent.tool_use"],
+            "created_at[gte]": ["2026-04-01T00:00:00Z"],
+        },
+        MANAGED_AGENTS_BETA,
+        id="list_events_filtered",
+    ),
+    pytest.param(
+        lambda c: c.list_events(
+            "sesn_1",
+            page_size=1000,
+            **{"created_at[lt]": datetime(2026, 4, 2, tzinfo=timezone.utc), "types[]": ("a",)},
+        ),
+        "/v1/sessions/sesn_1/events",
+        {"limit": ["1000"], "created_at[lt]": ["2026-04-02T00:00:00+00:00"], "types[]": ["a"]},
+        MANAGED_AGENTS_BETA,
+        id="list_events_wire_spelling",
+    ),
+    pytest.param(
+        lambda c: c.list_sessions(
+            statuses=("idle",), created_at_gt=datetime(2026, 4, 1, 12, tzinfo=timezone.utc)
+        ),
+        "/v1/sessions",
+        {
+            "limit": ["100"],
+            "statuses[]": ["idle"],
+            "created_at[gt]": ["2026-04-01T12:00:00+00:00"],
+        },
+        MANAGED_AGENTS_BETA,
+        id="list_sessions_filtered",
+    ),
+]
+
+
+@pytest.mark.parametrize(("call", "path", "query", "beta"), CONTROL_PLANE_LISTS)
+def test_control_plane_list_sends_the_sdk_query_in_bracket_form(
+    call: Call,
+    path: str,
+    query: dict[str, list[str]],
+    beta: str,
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+) -> None:
+    items = [{"id": "a"}, {"id": "b"}]
+    mock.add(responses.GET, API + path, json={"data": items, "next_page": None})
+
+    assert call(client) == items
+
+    assert len(mock.calls) == 1
+    request = mock.calls[0].request
+    assert request.method == "GET"
+    assert path_of(request) == path
+    assert query_of(request) == query
+    assert_managed_agents_headers(request, beta)
+
+
+@pytest.mark.parametrize(("call", "path", "query", "beta"), CONTROL_PLANE_LISTS)
+def test_control_plane_list_follows_every_page_keeping_filters_and_beta(
+    call: Call,
+    path: str,
+    query: dict[str, list[str]],
+    beta: str,
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+) -> None:
+    pages: dict[str | None, dict[str, Any]] = {
+        None: {"data": [{"id": "1"}, {"id": "2"}], "next_page": "page_b"},
+        "page_b": {"data": [{"id": "3"}], "next_page": "page_c"},
+        "page_c": {"data": [{"id": "4"}], "next_page": None},
+    }
+    mock.add_callback(responses.GET, API + path, callback=paged(pages))
+
+    assert [item["id"] for item in call(client)] == ["1", "2", "3", "4"]
+
+    assert [query_of(c.request) for c in mock.calls] == [
+        query,
+        {**query, "page": ["page_b"]},
+        {**query, "page": ["page_c"]},
+    ]
+    assert {c.request.headers["anthropic-beta"] for c in mock.calls} == {beta}
+
+
+def test_list_events_filters_combine_with_page_size_and_telemetry(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(
+        responses.GET, API + "/v1/sessions/sesn_1/events", json={"data": [], "next_page": None}
+    )
+
+    events = client.list_events(
+        "sesn_1", page_size=7, telemetry_metadata={"run": "r1"}, order="asc"
+    )
+
+    assert events == []
+    assert query_of(mock.calls[0].request) == {"limit": ["7"], "order": ["asc"]}
+
+
+def test_a_changed_memory_beta_is_sent_with_the_managed_agents_beta(
+    mock: responses.RequestsMock,
+) -> None:
+    client = ClaudeClient(
+        Secret(KEY), base_url=API, timeout=5, max_retries=0, memory_beta="agent-memory-2099-01-01"
+    )
+    mock.add(responses.GET, API + "/v1/memory_stores/memstore_1", json={"id": "memstore_1"})
+
+    client.get_memory_store("memstore_1")
+
+    beta = mock.calls[0].request.headers["anthropic-beta"]
+    assert beta == f"agent-memory-2099-01-01,{MANAGED_AGENTS_BETA}"
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        pytest.param(lambda c: c.get_agent("agent_1", version=0), "version", id="version-0"),
+        pytest.param(lambda c: c.get_agent("agent_1", version=True), "version", id="version-bool"),
+        pytest.param(lambda c: c.get_agent("agent_1", version="2"), "version", id="version-str"),
+        pytest.param(lambda c: c.create_memory_store({}), "name", id="memory-store-no-name"),
+        pytest.param(lambda c: c.create_memory("memstore_1", "a.md", "x"), "path", id="relative"),
+        pytest.param(lambda c: c.create_memory("memstore_1", "/a.md", None), "content", id="null"),
+        pytest.param(lambda c: c.create_vault({"metadata": {}}), "display_name", id="vault"),
+        pytest.param(
+            lambda c: c.create_vault_credential("vlt_1", {"display_name": "x"}),
+            "auth",
+            id="credential-no-auth",
+        ),
+        pytest.param(
+            lambda c: c.create_vault_credential("vlt_1", {"auth": {"token": "t"}}),
+            "auth",
+            id="credential-auth-without-type",
+        ),
+        pytest.param(lambda c: c.get_thread("sesn_1", ""), "id", id="empty-thread-id"),
+        pytest.param(lambda c: c.get_vault_credential("", "cred_1"), "id", id="empty-vault-id"),
+    ],
+)
+def test_invalid_control_plane_calls_raise_value_error_before_any_request(
+    call: Call, match: str, client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    for method in ("GET", "POST", "DELETE"):
+        mock.add(method, ANY_URL, json={"id": "x", "data": []})
+
+    with pytest.raises(ValueError, match=match):
+        call(client)
+
+    assert len(mock.calls) == 0
+
+
+# -- 8. session creation options ------------------------------------------------------------
+
+FILE_RESOURCE = {"type": "file", "file_id": "file_1", "mount_path": "/data.csv"}
+REPO_RESOURCE = {
+    "type": "github_repository",
+    "url": "https://github.com/acme/app",
+    "authorization_token": "ghp_x",
+    "checkout": {"type": "branch", "name": "main"},
+}
+MEMORY_RESOURCE = {"type": "memory_store", "memory_store_id": "memstore_1", "access": "read_only"}
+
+
+@pytest.mark.parametrize(
+    ("agent", "kwargs", "body"),
+    [
+        pytest.param(
+            "agent_1",
+            {"vault_ids": None, "resources": None, "metadata": None, "title": None},
+            {"agent": "agent_1", "environment_id": "env_1"},
+            id="absent-options-are-omitted",
+        ),
+        pytest.param(
+            {"type": "agent", "id": "agent_1", "version": 3},
+            {"vault_ids": ["vlt_1"]},
+            {
+                "agent": {"type": "agent", "id": "agent_1", "version": 3},
+                "environment_id": "env_1",
+                "vault_ids": ["vlt_1"],
+            },
+            id="pinned-version",
+        ),
+        pytest.param(
+            {"type": "agent", "id": "agent_1"},
+            {"metadata": {"team": "infra"}},
+            {
+                "agent": {"type": "agent", "id": "agent_1"},
+                "environment_id": "env_1",
+                "metadata": {"team": "infra"},
+            },
+            id="latest-version-as-an-object",
+        ),
+        pytest.param(
+            {"type": "agent_with_overrides", "id": "agent_1", "system": None, "tools": []},
+            {"title": "Nightly"},
+            {
+                "agent": {
+                    "type": "agent_with_overrides",
+                    "id": "agent_1",
+                    "system": None,
+                    "tools": [],
+                },
+                "environment_id": "env_1",
+                "title": "Nightly",
+            },
+            id="overrides",
+        ),
+        pytest.param(
+            "agent_1",
+            {
+                "vault_ids": ("vlt_1", "vlt_2"),
+                "resources": [FILE_RESOURCE, REPO_RESOURCE, MEMORY_RESOURCE],
+                "metadata": {"team": "infra"},
+                "title": "",
+            },
+            {
+                "agent": "agent_1",
+                "environment_id": "env_1",
+                "vault_ids": ["vlt_1", "vlt_2"],
+                "resources": [FILE_RESOURCE, REPO_RESOURCE, MEMORY_RESOURCE],
+                "metadata": {"team": "infra"},
+                "title": "",
+            },
+            id="every-option",
+        ),
+        pytest.param(
+            "agent_1",
+            {"vault_ids": [], "resources": [], "metadata": {}},
+            {
+                "agent": "agent_1",
+                "environment_id": "env_1",
+                "vault_ids": [],
+                "resources": [],
+                "metadata": {},
+            },
+            id="empty-options-are-sent",
+        ),
+        pytest.param(
+            "agent_1",
+            {"metadata": {f"{n:02d}".ljust(64, "k"): "v" * 512 for n in range(16)}},
+            {
+                "agent": "agent_1",
+                "environment_id": "env_1",
+                "metadata": {f"{n:02d}".ljust(64, "k"): "v" * 512 for n in range(16)},
+            },
+            id="metadata-at-its-limits",
+        ),
+    ],
+)
+def test_create_session_sends_the_options_given_and_nothing_else(
+    agent: Any,
+    kwargs: dict[str, Any],
+    body: dict[str, Any],
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+) -> None:
+    mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_1"})
+
+    assert client.create_session(agent, "env_1", **kwargs) == {"id": "sesn_1"}
+
+    request = mock.calls[0].request
+    assert json_body(request) == body
+    assert_managed_agents_headers(request, MANAGED_AGENTS_BETA)
+
+
+def test_create_session_with_options_is_retried_like_a_bare_one(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(responses.POST, API + "/v1/sessions", status=500, json=error_body())
+    mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_2"})
+
+    session = client.create_session(
+        {"type": "agent", "id": "agent_1", "version": 1}, "env_1", resources=[FILE_RESOURCE]
+    )
+
+    assert session == {"id": "sesn_2"}
+    assert len(mock.calls) == 2
+    assert mock.calls[0].request.body == mock.calls[1].request.body
+
+
+@pytest.mark.parametrize(
+    ("agent", "kwargs", "match"),
+    [
+        pytest.param("", {}, r"^agent must", id="empty-agent-id"),
+        pytest.param(42, {}, r"^agent must", id="agent-not-an-id"),
+        pytest.param({"id": "agent_1"}, {}, r"^agent\.type", id="agent-without-type"),
+        pytest.param({"type": "pinned", "id": "a"}, {}, r"^agent\.type", id="unknown-agent-type"),
+        pytest.param({"type": "agent", "id": ""}, {}, r"^agent\.id", id="empty-agent-object-id"),
+        pytest.param({"type": "agent_with_overrides"}, {}, r"^agent\.id", id="overrides-no-id"),
+        pytest.param({"type": "agent", "id": "a", "version": 0}, {}, r"^agent\.version", id="v0"),
+        pytest.param(
+            {"type": "agent", "id": "a", "version": True}, {}, r"^agent\.version", id="v-bool"
+        ),
+        pytest.param(
+            {"type": "agent", "id": "a", "version": "2"}, {}, r"^agent\.version", id="v-str"
+        ),
+        pytest.param(
+            {"type": "agent", "id": "a", "version": None}, {}, r"^agent\.version", id="v-null"
+        ),
+        pytest.param("agent_1", {"vault_ids": "vlt_1"}, r"^vault_ids must", id="vault-ids-str"),
+        pytest.param("agent_1", {"vault_ids": ["vlt_1", ""]}, r"^vault_ids\[1\]", id="vault-id"),
+        pytest.param("agent_1", {"vault_ids": [7]}, r"^vault_ids\[0\]", id="vault-id-int"),
+        pytest.param("agent_1", {"resources": FILE_RESOURCE}, r"^resources must", id="res-dict"),
+        pytest.param("agent_1", {"resources": ["file_1"]}, r"^resources\[0\] must", id="res-str"),
+        pytest.param(
+            "agent_1", {"resources": [{"file_id": "f"}]}, r"^resources\[0\]\.type", id="no-type"
+        ),
+        pytest.param(
+            "agent_1",
+            {"resources": [{"type": "directory", "path": "/x"}]},
+            r"^resources\[0\]\.type",
+            id="unknown-resource-type",
+        ),
+        pytest.param(
+            "agent_1",
+            {"resources": [{"type": "file"}]},
+            r"^resources\[0\]\.file_id",
+            id="file-without-id",
+        ),
+        pytest.param(
+            "agent_1",
+            {"resources": [FILE_RESOURCE, {"type": "github_repository"}]},
+            r"^resources\[1\]\.url",
+            id="repository-without-url",
+        ),
+        pytest.param(
+            "agent_1",
+            {"resources": [{"type": "memory_store", "memory_store_id": ""}]},
+            r"^resources\[0\]\.memory_store_id",
+            id="memory-store-without-id",
+        ),
+        pytest.param("agent_1", {"metadata": [("k", "v")]}, r"^metadata must", id="meta-list"),
+        pytest.param(
+            "agent_1",
+            {"metadata": {f"k{n}": "v" for n in range(17)}},
+            r"^metadata holds at most 16",
+            id="seventeen-pairs",
+        ),
+        pytest.param("agent_1", {"metadata": {"": "v"}}, r"^metadata keys", id="empty-key"),
+        pytest.param("agent_1", {"metadata": {"k" * 65: "v"}}, r"^metadata keys", id="long-key"),
+        pytest.param("agent_1", {"metadata": {1: "v"}}, r"^metadata keys", id="int-key"),
+        pytest.param("agent_1", {"metadata": {"k": 1}}, r"^metadata\['k'\]", id="int-value"),
+        pytest.param("agent_1", {"metadata": {"k": None}}, r"^metadata\['k'\]", id="null-value"),
+        pytest.param(
+            "agent_1", {"metadata": {"k": "v" * 513}}, r"^metadata\['k'\]", id="long-value"
+        ),
+        pytest.param("agent_1", {"title": 5}, r"^title", id="title-not-a-string"),
+    ],
+)
+def test_create_session_refuses_a_bad_option_naming_its_field(
+    agent: Any,
+    kwargs: dict[str, Any],
+    match: str,
+    client: ClaudeClient,
+    mock: responses.RequestsMock,
+) -> None:
+    mock.add(responses.POST, ANY_URL, json={"id": "sesn_1"})
+
+    with pytest.raises(ValueError, match=match):
+        client.create_session(agent, "env_1", **kwargs)
+
+    assert len(mock.calls) == 0
+
+
+@pytest.mark.parametrize("environment_id", ["", None, 3])
+def test_create_session_refuses_a_bad_environment_id(
+    environment_id: Any, client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(responses.POST, ANY_URL, json={"id": "sesn_1"})
+
+    with pytest.raises(ValueError, match=r"^environment_id"):
+        client.create_session("agent_1", environment_id)
+
+    assert len(mock.calls) == 0
+
+
+def test_create_session_copies_what_it_sends(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_1"})
+    agent = {"type": "agent", "id": "agent_1", "version": 2}
+    metadata = {"team": "infra"}
+
+    client.create_session(agent, "env_1", metadata=metadata)
+
+    assert agent == {"type": "agent", "id": "agent_1", "version": 2}
+    assert metadata == {"team": "infra"}
+
+
+# -- 9. authentication scheme ----------------------------------------------------------------
+
+
+def test_bearer_scheme_sends_an_authorization_header_instead_of_x_api_key(
+    mock: responses.RequestsMock,
+) -> None:
+    client = ClaudeClient(
+        Secret(KEY),
+        base_url=API,
+        timeout=5,
+        max_retries=0,
+        auth_scheme="bearer",
+        anthropic_version="2026-10-21",
+    )
+    mock.add(responses.GET, ANY_URL, json={"id": "x", "data": []})
+
+    client.get_agent("agent_1")
+    client.list_memory_stores()
+    client.get_file("file_1")
+
+    for call in mock.calls:
+        headers = call.request.headers
+        assert headers["authorization"] == f"Bearer {KEY}"
+        assert "x-api-key" not in headers
+        assert headers["anthropic-version"] == "2026-10-21"
+    assert client.auth_scheme == "bearer"
+
+
+def test_the_default_scheme_sends_x_api_key_and_no_authorization(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(responses.GET, API + "/v1/agents/agent_1", json={"id": "agent_1"})
+
+    client.get_agent("agent_1")
+
+    headers = mock.calls[0].request.headers
+    assert headers["x-api-key"] == KEY
+    assert "authorization" not in headers
+    assert headers["anthropic-version"] == "2023-06-01"
+    assert client.auth_scheme == "x-api-key"
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "basic", "", "api-key"])
+def test_an_unknown_auth_scheme_is_rejected(scheme: str) -> None:
+    with pytest.raises(ValueError, match="auth_scheme"):
+        ClaudeClient(Secret(KEY), base_url=API, timeout=5, max_retries=0, auth_scheme=scheme)  # type: ignore[arg-type]
+
+
+def test_a_bearer_key_echoed_in_an_error_is_redacted(mock: responses.RequestsMock) -> None:
+    client = ClaudeClient(Secret(KEY), base_url=API, timeout=5, max_retries=0, auth_scheme="bearer")
+    mock.add(
+        responses.GET,
+        API + "/v1/vaults/vlt_1",
+        status=401,
+        json=error_body("authentication_error", f"bad header Authorization: Bearer {KEY}"),
+    )
+
+    with pytest.raises(AuthenticationError) as caught:
+        client.get_vault("vlt_1")
+
+    assert KEY not in str(caught.value)
+
+
+# -- 10. over loopback, against the emulator --------------------------------------------------
+
+
+@pytest.fixture
+def emulator() -> Iterator[ClaudeEmulator]:
+    with ClaudeEmulator() as running:
+        yield running
+
+
+def test_session_options_reach_the_emulator(emulator: ClaudeEmulator) -> None:
+    agent_id = emulator.add_agent()
+    environment_id = emulator.add_environment()
+    with emulator.provider() as provider:
+        client = provider.client
+        file_id = client.upload_file(b"a,b\n1,2\n", filename="data.csv")["id"]
+        session = client.create_session(
+            {"type": "agent", "id": agent_id, "version": 1},
+            environment_id,
+            resources=[{"type": "file", "file_id": file_id, "mount_path": "/data.csv"}],
+            metadata={"team": "infra"},
+            title="Nightly",
+        )
+
+    assert session["title"] == "Nightly"
+    assert session["metadata"] == {"team": "infra"}
+    assert session["agent"]["id"] == agent_id
+    [mounted] = session["resources"]
+    assert mounted["mount_path"] == "/mnt/session/uploads/data.csv"
+    sent = [r for r in emulator.requests if (r.method, r.path) == ("POST", "/v1/sessions")]
+    assert [r.body for r in sent] == [
+        {
+            "agent": {"type": "agent", "id": agent_id, "version": 1},
+            "environment_id": environment_id,
+            "resources": [{"type": "file", "file_id": file_id, "mount_path": "/data.csv"}],
+            "metadata": {"team": "infra"},
+            "title": "Nightly",
+        }
+    ]
+
+
+def test_updating_and_deleting_an_environment_over_loopback(emulator: ClaudeEmulator) -> None:
+    environment_id = emulator.add_environment("build")
+    with emulator.provider(max_retries=2) as provider:
+        client = provider.client
+        emulator.fail_requests("POST", f"/v1/environments/{environment_id}", 500)
+        updated = client.update_environment(
+            environment_id, {"description": "CI", "metadata": {"team": "infra"}}
+        )
+        deleted = client.delete_environment(environment_id)
+        with pytest.raises(NotFoundError):
+            client.get_environment(environment_id)
+
+    assert updated["description"] == "CI"
+    assert updated["metadata"] == {"team": "infra"}
+    assert deleted == {"id": environment_id, "type": "environment_deleted"}
+    posts = [r for r in emulator.requests if r.method == "POST"]
+    assert len(posts) == 2  # the 500 was retried: an update repeats to the same state
+
+
+def test_bearer_auth_over_loopback(emulator: ClaudeEmulator) -> None:
+    environment_id = emulator.add_environment()
+    client = ClaudeClient(
+        Secret(emulator.api_key),
+        base_url=emulator.base_url,
+        timeout=5,
+        max_retries=0,
+        auth_scheme="bearer",
+    )
+    try:
+        assert client.get_environment(environment_id)["id"] == environment_id
+    finally:
+        client.close()
+
+    [request] = emulator.requests
+    assert request.headers["authorization"] == f"Bearer {emulator.api_key}"
+    assert "x-api-key" not in request.headers
