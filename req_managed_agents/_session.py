@@ -114,9 +114,10 @@ class Session:
     ``telemetry_metadata``, ``on_text`` (called with each new piece of the agent's text as
     it is written; the rare rewrite of text already shown, by a retried AgentCore attempt,
     comes through as more text: :meth:`stream` reports it as a ``TextReset``), ``confirm``
-    (see :data:`ConfirmPolicy`; a handler's ``handle_confirmation`` takes precedence), ``terminal_tool`` and ``max_reprompts`` (an
-    ``end_turn`` that never called that tool is re-prompted that many times, then ends
-    ``terminated`` with stop reason ``{"type": "no_terminal_tool"}``), ``outcome`` (an
+    (see :data:`ConfirmPolicy`; a handler's ``handle_confirmation`` takes precedence),
+    ``terminal_tool`` and ``max_reprompts`` (an ``end_turn`` that never called that tool is
+    re-prompted that many times, then ends ``terminated`` with stop reason
+    ``{"type": "no_terminal_tool"}``), ``outcome`` (an
     :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
     instead of a prompt), ``interrupt_on_timeout``; every other keyword goes to the provider
     (``agent_id``, ``session_id``, ``harness_arn``, ...).
