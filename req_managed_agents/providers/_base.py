@@ -31,6 +31,7 @@ __all__ = [
     "check_options",
     "count",
     "handle_id",
+    "handle_value",
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -139,6 +140,11 @@ def count(raw: Mapping[str, Any], key: str) -> int:
     """A token count from a provider's usage object (0 when absent or not an integer)."""
     value = raw.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def handle_value(handle: Any, name: str) -> Any:
+    """One field of a handle object or mapping (None when it has none)."""
+    return handle.get(name) if isinstance(handle, Mapping) else getattr(handle, name, None)
 
 
 def handle_id(handle: Any, *names: str) -> str | None:

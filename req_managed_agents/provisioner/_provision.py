@@ -66,13 +66,18 @@ _HARNESS_GONE_POLL = 2.0
 
 @dataclass(frozen=True)
 class ClaudeAgentHandle:
-    """A provisioned Claude agent and the environment its sessions run in."""
+    """A provisioned Claude agent and the environment its sessions run in.
+
+    ``version`` is the agent version provisioning found or made; sessions started from the
+    handle are pinned to it, so an update made elsewhere cannot change them unannounced.
+    """
 
     agent_id: str
     environment_id: str
     name: str
     digest: str
     kind: str = "claude"
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +200,14 @@ def _provision_claude(
                         f"agent name {name!r} is taken by an archived or unlisted agent; "
                         "change the spec or its name"
                     ) from None
-        handle = ClaudeAgentHandle(str(agent["id"]), env_handle.environment_id, name, agent_digest)
+        version = agent.get("version")
+        handle = ClaudeAgentHandle(
+            str(agent["id"]),
+            env_handle.environment_id,
+            name,
+            agent_digest,
+            version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+        )
         _remember(store, key, handle)
     return handle
 

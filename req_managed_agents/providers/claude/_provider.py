@@ -10,10 +10,17 @@ import requests
 from req_managed_agents._config import credential, required_setting, setting, text_setting
 from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
+from req_managed_agents.providers._base import (
+    EventSink,
+    TextSink,
+    check_options,
+    handle_id,
+    handle_value,
+)
 from req_managed_agents.providers.claude._client import (
     ANTHROPIC_VERSION,
     MANAGED_AGENTS_BETA,
+    AuthScheme,
     ClaudeClient,
 )
 from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
@@ -23,8 +30,24 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Silence (no event, no heartbeat) after which the stream is reconnected and caught up.
 DEFAULT_IDLE_TIMEOUT = 60.0
+# Options that shape a new session, passed to create_session under these names.
+_SESSION_OPTIONS = {
+    "vault_ids": "vault_ids",
+    "resources": "resources",
+    "session_metadata": "metadata",
+    "title": "title",
+}
 _OPTIONS = frozenset(
-    {"agent_id", "agent", "environment_id", "environment", "session_id", "idle_timeout"}
+    {
+        "agent_id",
+        "agent",
+        "agent_version",
+        "environment_id",
+        "environment",
+        "session_id",
+        "idle_timeout",
+        *_SESSION_OPTIONS,
+    }
 )
 
 
@@ -36,9 +59,18 @@ class ClaudeManagedAgents:
     client (agents, environments, sessions, events, files). Thread-safe; share one instance.
 
     Driver options (``**connect`` of ``run_to_completion`` / ``Session``): ``agent_id`` (or
-    ``agent=`` handle) and ``environment_id`` (or ``environment=`` handle) to start a new
-    session, or ``session_id`` to resume one; ``idle_timeout`` seconds of stream silence
-    before reconnecting (default 60).
+    ``agent=``: a provisioned handle, which pins the version it was provisioned at, or an
+    agent reference such as ``{"type": "agent", "id", "version"}`` or
+    ``{"type": "agent_with_overrides", ...}``), ``agent_version`` (pin a version of
+    ``agent_id``), and ``environment_id`` (or ``environment=`` handle) to start a new
+    session, with its ``vault_ids``, ``resources``, ``session_metadata`` (the session's own
+    ``metadata``; ``metadata=`` of the drivers tags ``SessionInfo``) and ``title``; or
+    ``session_id`` to resume one; ``idle_timeout`` seconds of stream silence before
+    reconnecting (default 60).
+
+    Authentication sends the key as ``x-api-key`` with ``anthropic-version: 2023-06-01``,
+    which every Managed Agents page documents; ``auth="bearer"`` sends ``Authorization:
+    Bearer`` as the newer SDKs do, and ``anthropic_version=`` changes the version header.
     """
 
     name = PROVIDER_NAME
@@ -54,6 +86,7 @@ class ClaudeManagedAgents:
         http: requests.Session | None = None,
         anthropic_version: str | None = None,
         beta: str | None = None,
+        auth: AuthScheme = "x-api-key",
     ) -> None:
         if timeout <= 0:
             raise ConfigurationError("timeout must be positive")
@@ -72,6 +105,7 @@ class ClaudeManagedAgents:
             http=http,
             anthropic_version=anthropic_version or ANTHROPIC_VERSION,
             beta=beta or MANAGED_AGENTS_BETA,
+            auth_scheme=auth,
         )
 
     def __repr__(self) -> str:
@@ -106,10 +140,20 @@ class ClaudeManagedAgents:
         if session_id:
             resumed = True
         else:
-            agent_id, environment_id = _ids(options)
-            session = self.client.create_session(
-                agent_id, environment_id, telemetry_metadata=telemetry_metadata
-            )
+            agent, environment_id = _references(options)
+            extra = {
+                name: options[option]
+                for option, name in _SESSION_OPTIONS.items()
+                if options.get(option) is not None
+            }
+            try:
+                session = self.client.create_session(
+                    agent, environment_id, telemetry_metadata=telemetry_metadata, **extra
+                )
+            except ValueError as exc:
+                if isinstance(exc, ConfigurationError):
+                    raise
+                raise ConfigurationError(f"session option {exc}") from None
             session_id = session["id"]
             resumed = False
         return ClaudeConversation(
@@ -122,6 +166,24 @@ class ClaudeManagedAgents:
             telemetry_metadata=telemetry_metadata,
             on_text=on_text,
         )
+
+
+def _references(options: Mapping[str, Any]) -> tuple[str | dict[str, Any], str]:
+    """The agent reference and environment id of a new session, from explicit ids, an agent
+    reference or handles (a provisioned handle carries both, and the agent's version)."""
+    agent = options.get("agent")
+    agent_id, environment_id = _ids(options)
+    version = options.get("agent_version")
+    if version is None and agent is not None and not options.get("agent_id"):
+        if isinstance(agent, Mapping) and agent.get("type") in _AGENT_REFERENCES:
+            return dict(agent), environment_id  # a reference, as the API takes it
+        version = handle_value(agent, "version")
+    if version is None:
+        return agent_id, environment_id
+    return {"type": "agent", "id": agent_id, "version": version}, environment_id
+
+
+_AGENT_REFERENCES = frozenset({"agent", "agent_with_overrides"})
 
 
 def _ids(options: Mapping[str, Any]) -> tuple[str, str]:
