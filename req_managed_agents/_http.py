@@ -17,6 +17,7 @@ from http.cookiejar import DefaultCookiePolicy
 from typing import Any, cast
 
 import requests
+import requests.adapters
 import urllib3.exceptions
 import urllib3.response
 
@@ -44,6 +45,10 @@ _log = get_logger(__name__)
 
 # A connect timeout longer than this only delays the inevitable on a dead host.
 _MAX_CONNECT_TIMEOUT = 10.0
+# Connections kept per host. Every live session holds one for its stream and borrows more
+# for posts, so requests' default of 10 overflows (and logs "Connection pool is full") at a
+# handful of concurrent sessions, as in a web server; a bigger pool costs nothing unused.
+POOL_SIZE = 64
 _STREAM_READ_SIZE = 64 * 1024
 
 ErrorParser = Callable[[requests.Response], APIError]
@@ -109,7 +114,7 @@ class HttpClient:
         self._parse_error = parse_error
         self._authenticate = authenticate
         self._owns_session = session is None
-        self.session = session if session is not None else requests.Session()
+        self.session = session if session is not None else _pooled_session()
         self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
 
     def close(self) -> None:
@@ -256,6 +261,14 @@ class HttpClient:
             else:
                 time.sleep(delay)
             attempt += 1
+
+
+def _pooled_session() -> requests.Session:
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=POOL_SIZE)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
 
 
 def _own_auth(request: requests.PreparedRequest) -> requests.PreparedRequest:

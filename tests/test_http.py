@@ -228,3 +228,27 @@ def test_ca_bundle_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> No
     with provider, pytest.raises(TransportError) as caught:
         provider.client.get_agent("agent_1")
     assert "/nonexistent/rma-test-ca.pem" in str(caught.value)
+
+
+def test_twenty_concurrent_runs_on_one_provider_fit_its_pool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from req_managed_agents import run_to_completion
+    from req_managed_agents.testing import Turn
+    from tests._tools import CountingTools
+
+    script = [Turn(text=lambda inputs: f"answer to {inputs[0]}", delay=0.3)]
+    with ClaudeEmulator(script) as emulator, emulator.provider() as provider:
+        ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+
+        def one(n: int) -> str:
+            return run_to_completion(
+                provider, f"q{n}", handler=CountingTools(), timeout=30, **ids
+            ).text
+
+        with caplog.at_level("WARNING", logger="urllib3"), ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(one, range(20)))
+    assert answers == [f"answer to q{n}" for n in range(20)]
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
