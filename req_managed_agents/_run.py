@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from req_managed_agents._handler import describe_exception
+from req_managed_agents._progress import Progress
 from req_managed_agents._redact import get_logger
 from req_managed_agents._stream import StreamItem, TextDelta, TextTracker
 from req_managed_agents._vocabulary import (
@@ -44,6 +45,7 @@ class Run:
     session_id: str | None = None
     on_text: Callable[[str], None] | None = None
     items: queue.Queue[StreamItem | _Done] | None = None
+    progress: Progress | None = None
     terminal_tool: str | None = None
     # Events of finished turns (each turn's authoritative record), and those delivered live
     # since the last turn ended; a cancelled run reports both.
@@ -74,11 +76,15 @@ class Run:
                 self.on_text(item.text)
             except Exception as exc:
                 _log.warning("on_text raised %s; continuing", describe_exception(exc))
+        if self.progress is not None:
+            self.progress(item)
         if self.items is not None:
             self.items.put(item)
 
-    def finish(self) -> None:
-        """Tell the stream's consumer that the result is set."""
+    def finish(self, result: SessionResult | None) -> None:
+        """Tell the stream's consumer that the result is set (``None``: the run failed)."""
+        if self.progress is not None and result is not None:
+            self.progress.finish(result)
         if self.items is not None:
             self.items.put(DONE)
 

@@ -30,6 +30,7 @@ from req_managed_agents._handler import (
     ToolContext,
     describe_exception,
 )
+from req_managed_agents._progress import Progress
 from req_managed_agents._redact import get_logger
 from req_managed_agents._run import DONE, Run
 from req_managed_agents._stream import (
@@ -119,7 +120,9 @@ class Session:
     re-prompted that many times, then ends ``terminated`` with stop reason
     ``{"type": "no_terminal_tool"}``), ``outcome`` (an
     :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
-    instead of a prompt), ``interrupt_on_timeout``; every other keyword goes to the provider
+    instead of a prompt), ``interrupt_on_timeout``, ``verbose`` (show the text as it is
+    written and a progress line updated in place: in a notebook, on a terminal's stderr);
+    every other keyword goes to the provider
     (``agent_id``, ``session_id``, ``harness_arn``, ...).
 
     **Stopping.** When the caller stops waiting for a run that is still going - Ctrl-C (or a
@@ -152,6 +155,7 @@ class Session:
         max_reprompts: int = DEFAULT_MAX_REPROMPTS,
         outcome: Outcome | Mapping[str, Any] | None = None,
         interrupt_on_timeout: bool = False,
+        verbose: bool = False,
         **connect: Any,
     ) -> None:
         if not isinstance(handler, Handler):
@@ -182,6 +186,7 @@ class Session:
         self.terminal_tool = terminal_tool
         self.max_reprompts = max_reprompts
         self.interrupt_on_timeout = interrupt_on_timeout
+        self.verbose = verbose
         self._outcome = _outcome(outcome, provider)
         self._turn_guard = turn_guard
         self._on_text = on_text
@@ -342,6 +347,7 @@ class Session:
                 on_text=self._on_text,
                 items=items,
                 terminal_tool=self.terminal_tool,
+                progress=Progress() if self.verbose else None,
             )
             self._run = run
             self._worker = threading.Thread(
@@ -406,7 +412,7 @@ class Session:
             self._meta(run, terminal=result.terminal),
         )
         future.set_result(result)
-        run.finish()
+        run.finish(result)
 
     def _fail(
         self, exc: BaseException, run: Run, started: float, future: Future[SessionResult]
@@ -417,7 +423,7 @@ class Session:
             self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
         )
         future.set_exception(exc)
-        run.finish()
+        run.finish(None)
 
     def _meta(self, run: Run, **extra: Any) -> dict[str, Any]:
         conversation = self._conversation
@@ -701,6 +707,7 @@ def run_to_completion(
     max_reprompts: int = DEFAULT_MAX_REPROMPTS,
     outcome: Outcome | Mapping[str, Any] | None = None,
     interrupt_on_timeout: bool = False,
+    verbose: bool = False,
     **connect: Any,
 ) -> SessionResult:
     """Open a session, run ``prompt`` until the agent is done, close the session.
@@ -727,6 +734,7 @@ def run_to_completion(
         max_reprompts=max_reprompts,
         outcome=outcome,
         interrupt_on_timeout=interrupt_on_timeout,
+        verbose=verbose,
         **connect,
     ) as session:
         return session.run(prompt, timeout=timeout)

@@ -245,7 +245,7 @@ def test_breaking_out_of_the_stream_interrupts_the_remote_turn(claude: ClaudeEmu
     logged = [event["type"] for event in claude.events(session_id)]
     assert "user.interrupt" in logged
     assert "user.custom_tool_result" not in logged, "the abandoned call was never answered"
-    assert claude.open_stream_count(session_id) == 0
+    assert claude.wait_until(lambda: claude.open_stream_count(session_id) == 0, timeout=3)
 
 
 def test_a_stream_that_is_never_iterated_starts_nothing(claude: ClaudeEmulator) -> None:
