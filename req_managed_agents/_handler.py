@@ -68,14 +68,18 @@ class Handler(Protocol):
 
     def handle_tool_call(
         self, name: str, input: Mapping[str, Any], context: ToolContext
-    ) -> ToolOutput: ...
+    ) -> ToolOutput:
+        """Answer one tool call: text, a ``ToolResult`` or content blocks (raising is fine)."""
+        ...
 
 
 @runtime_checkable
 class EventHandler(Protocol):
     """The optional live-event hook a :class:`Handler` may also implement."""
 
-    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None: ...
+    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
+        """See every raw provider event as it arrives (at least once)."""
+        ...
 
 
 @runtime_checkable

@@ -84,6 +84,7 @@ class EnvironmentHandle:
     bootstrap: Bootstrap | None = None
 
     def record(self) -> dict[str, str]:
+        """The handle as the store keeps it."""
         return {"environment_id": self.environment_id, "name": self.name, "digest": self.digest}
 
     @classmethod

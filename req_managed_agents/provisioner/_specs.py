@@ -60,6 +60,7 @@ class Runtime:
         raise TypeError(f"a runtime must be a Runtime or a mapping, not {type(value).__name__}")
 
     def identity(self) -> dict[str, str]:
+        """The content that names the resource (its digest is taken over this)."""
         return {"lang": self.lang, "version": self.version, "via": self.via}
 
 
@@ -85,6 +86,7 @@ class EnvironmentSpec:
         object.__setattr__(self, "runtimes", tuple(Runtime.coerce(r) for r in self.runtimes))
 
     def identity(self) -> dict[str, Any]:
+        """The content that names the resource (its digest is taken over this)."""
         return {"config": dict(self.config), "runtimes": [r.identity() for r in self.runtimes]}
 
     @property

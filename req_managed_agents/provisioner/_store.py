@@ -52,7 +52,9 @@ class Store(Protocol):
         """The value under ``key``, or None."""
         ...
 
-    def put(self, key: str, value: Any) -> None: ...
+    def put(self, key: str, value: Any) -> None:
+        """Store ``value`` (JSON) under ``key``."""
+        ...
 
     def delete(self, key: str) -> None:
         """Remove ``key`` (no error if absent)."""
@@ -86,22 +88,27 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
+        """Hold the store exclusively while the block runs."""
         with self._lock:
             yield
 
     def get(self, key: str) -> Any:
+        """The value under ``key``, or None."""
         with self._lock:
             return _copy(self._data.get(key))
 
     def put(self, key: str, value: Any) -> None:
+        """Store ``value`` (JSON) under ``key``."""
         with self._lock:
             self._data[key] = _copy(value)
 
     def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent)."""
         with self._lock:
             self._data.pop(key, None)
 
     def delete_value(self, value: Any) -> None:
+        """Remove every key whose value equals ``value``."""
         normalised = _copy(value)
         with self._lock:
             for key in [k for k, v in self._data.items() if v == normalised]:
@@ -259,10 +266,12 @@ class FileStore:
         _fsync_directory(self.path.parent)
 
     def get(self, key: str) -> Any:
+        """The value under ``key``, or None."""
         # No lock: writes replace the file atomically, so a read sees one whole version.
         return self._read().get(key)
 
     def put(self, key: str, value: Any) -> None:
+        """Store ``value`` (JSON) under ``key``."""
         copied = _copy(value)  # a value JSON cannot hold fails before the file is touched
         with self.lock():
             data = self._read()
@@ -270,6 +279,7 @@ class FileStore:
             self._write(data)
 
     def delete(self, key: str) -> None:
+        """Remove ``key`` (no error if absent)."""
         with self.lock():
             data = self._read()
             if key in data:
@@ -277,6 +287,7 @@ class FileStore:
                 self._write(data)
 
     def delete_value(self, value: Any) -> None:
+        """Remove every key whose value equals ``value``."""
         normalised = _copy(value)
         with self.lock():
             data = self._read()

@@ -157,6 +157,7 @@ class AgentCoreClient:
         )
 
     def close(self) -> None:
+        """Release pooled connections."""
         self._data.close()
 
     # -- control plane --------------------------------------------------------------------
