@@ -76,11 +76,13 @@ from req_managed_agents.errors import (
     StreamError,
     StreamReconnectError,
     TransportError,
+    UnfinishedToolCallError,
     UnknownTagError,
     UnresolvedRequiresActionError,
 )
 
 if TYPE_CHECKING:
+    from req_managed_agents._ledger import ToolLedger, UnfinishedPolicy
     from req_managed_agents._session import ConfirmPolicy, Session, TurnGuard, run_to_completion
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
     from req_managed_agents.provisioner import (
@@ -108,6 +110,8 @@ _LAZY: dict[str, str] = {
     "CommandResult": "req_managed_agents.providers",
     "ConfirmPolicy": "req_managed_agents._session",
     "Session": "req_managed_agents._session",
+    "ToolLedger": "req_managed_agents._ledger",
+    "UnfinishedPolicy": "req_managed_agents._ledger",
     "TurnGuard": "req_managed_agents._session",
     "run_to_completion": "req_managed_agents._session",
 }
@@ -176,6 +180,7 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "ToolContext",
+    "ToolLedger",
     "ToolResult",
     "ToolUse",
     "Tools",
@@ -183,6 +188,8 @@ __all__ = [
     "TurnEnded",
     "TurnGuard",
     "TurnResult",
+    "UnfinishedPolicy",
+    "UnfinishedToolCallError",
     "UnknownTagError",
     "UnresolvedRequiresActionError",
     "Usage",

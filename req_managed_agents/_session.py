@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
+from dataclasses import replace
 from typing import Any, Literal
 
 from req_managed_agents import telemetry
@@ -30,6 +31,7 @@ from req_managed_agents._handler import (
     ToolContext,
     describe_exception,
 )
+from req_managed_agents._ledger import UNFINISHED_MESSAGE, ToolLedger, UnfinishedPolicy
 from req_managed_agents._progress import Progress
 from req_managed_agents._redact import get_logger
 from req_managed_agents._run import DONE, Run
@@ -58,6 +60,7 @@ from req_managed_agents.errors import (
     ConfigurationError,
     SessionError,
     SessionTimeoutError,
+    UnfinishedToolCallError,
     UnresolvedRequiresActionError,
 )
 from req_managed_agents.providers._base import Aborted, Conversation, Provider
@@ -121,7 +124,10 @@ class Session:
     ``{"type": "no_terminal_tool"}``), ``outcome`` (an
     :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
     instead of a prompt), ``interrupt_on_timeout``, ``verbose`` (show the text as it is
-    written and a progress line updated in place: in a notebook, on a terminal's stderr);
+    written and a progress line updated in place: in a notebook, on a terminal's stderr),
+    ``ledger`` (a :class:`ToolLedger` recording every tool call; over a shared store it
+    keeps "each tool call runs once" across processes) and ``on_unfinished`` (see
+    :data:`UnfinishedPolicy`);
     every other keyword goes to the provider
     (``agent_id``, ``session_id``, ``harness_arn``, ...).
 
@@ -156,6 +162,8 @@ class Session:
         outcome: Outcome | Mapping[str, Any] | None = None,
         interrupt_on_timeout: bool = False,
         verbose: bool = False,
+        ledger: ToolLedger | None = None,
+        on_unfinished: UnfinishedPolicy = "error",
         **connect: Any,
     ) -> None:
         if not isinstance(handler, Handler):
@@ -174,6 +182,8 @@ class Session:
             raise ConfigurationError(f"confirm must be one of {', '.join(_CONFIRM_POLICIES)}")
         if max_reprompts < 0:
             raise ConfigurationError("max_reprompts must not be negative")
+        if on_unfinished not in ("error", "rerun", "raise"):
+            raise ConfigurationError("on_unfinished must be 'error', 'rerun' or 'raise'")
         _check_terminal_tool(terminal_tool, handler)
         self._provider = provider
         self._handler = handler
@@ -195,7 +205,8 @@ class Session:
         self._connect = connect
         self._lock = threading.Lock()
         self._conversation: Conversation | None = None
-        self._results: dict[str, ToolResult] = {}
+        self._ledger = ledger if ledger is not None else ToolLedger()
+        self.on_unfinished = on_unfinished
         self._run: Run | None = None
         self._future: Future[SessionResult] | None = None
         self._worker: threading.Thread | None = None
@@ -608,8 +619,31 @@ class Session:
         run: Run,
         stop: threading.Event,
     ) -> list[ToolResult]:
-        """Results for ``tool_uses``: new calls run now, calls seen before reuse their result."""
-        new = [tool_use for tool_use in tool_uses if tool_use.id not in self._results]
+        """Results for ``tool_uses``: calls the ledger does not know run now (recorded as
+        they start and finish); a recorded result is reused; a call that started before and
+        never finished is handled by the ``on_unfinished`` policy."""
+        session_id = conversation.info.session_id
+        answers: dict[str, ToolResult] = {}
+        new: list[ToolUse] = []
+        for tool_use in tool_uses:
+            found = self._ledger.claim(session_id, tool_use.id)
+            if found is None:
+                new.append(tool_use)
+            elif found.result is not None:
+                answers[tool_use.id] = replace(found.result, tool_use_id=tool_use.id)
+            elif self.on_unfinished == "rerun":
+                self._ledger.restart(session_id, tool_use.id)
+                new.append(tool_use)
+            elif self.on_unfinished == "raise":
+                raise UnfinishedToolCallError(tool_use, session_id=session_id)
+            else:
+                answers[tool_use.id] = ToolResult(tool_use.id, UNFINISHED_MESSAGE, is_error=True)
+                self._ledger.finish(session_id, tool_use.id, answers[tool_use.id])
+
+        def finished(tool_use: ToolUse, result: ToolResult) -> None:
+            self._ledger.finish(session_id, tool_use.id, result)
+            run.emit(ToolCallFinished(tool_use, result))
+
         if new:
             results = run_tools(
                 self._handler,
@@ -620,13 +654,12 @@ class Session:
                 cancelled=stop,
                 telemetry_metadata=self._meta(run),
                 on_start=lambda use: run.emit(ToolCallStarted(use)),
-                on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
+                on_finish=finished,
             )
-            for tool_use, result in zip(new, results):
-                self._results[tool_use.id] = result
+            answers.update((use.id, result) for use, result in zip(new, results))
             run.tool_uses.extend(new)
             run.tool_results.extend(results)
-        return [self._results[tool_use.id] for tool_use in tool_uses]
+        return [answers[tool_use.id] for tool_use in tool_uses]
 
 
 def _check_terminal_tool(name: str | None, handler: Handler) -> None:
@@ -708,6 +741,8 @@ def run_to_completion(
     outcome: Outcome | Mapping[str, Any] | None = None,
     interrupt_on_timeout: bool = False,
     verbose: bool = False,
+    ledger: ToolLedger | None = None,
+    on_unfinished: UnfinishedPolicy = "error",
     **connect: Any,
 ) -> SessionResult:
     """Open a session, run ``prompt`` until the agent is done, close the session.
@@ -735,6 +770,8 @@ def run_to_completion(
         outcome=outcome,
         interrupt_on_timeout=interrupt_on_timeout,
         verbose=verbose,
+        ledger=ledger,
+        on_unfinished=on_unfinished,
         **connect,
     ) as session:
         return session.run(prompt, timeout=timeout)

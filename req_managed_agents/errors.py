@@ -21,7 +21,8 @@
     │   └── IdleTimeoutError (TimeoutError)   no bytes arrived within ``idle_timeout``
     ├── SessionError                          the session loop cannot go on
     │   ├── SessionTimeoutError (TimeoutError)      ``run(timeout=...)`` expired
-    │   └── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
+    │   ├── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
+    │   └── UnfinishedToolCallError           a tool call started earlier never finished
     ├── ArtifactError                         a session artifact operation failed
     │   ├── ArtifactNotFoundError (KeyError)  no artifact of that name
     │   ├── InvalidArtifactNameError (ValueError)  a name that is unsafe or unusable
@@ -82,6 +83,7 @@ __all__ = [
     "StreamError",
     "StreamReconnectError",
     "TransportError",
+    "UnfinishedToolCallError",
     "UnknownTagError",
     "UnresolvedRequiresActionError",
 ]
@@ -255,6 +257,20 @@ class UnresolvedRequiresActionError(SessionError):
         why = reason or "no unanswered tool use was found"
         super().__init__(
             f"session {session_id} requires action but {why} (stop_reason={stop_reason!r})"
+        )
+
+
+class UnfinishedToolCallError(SessionError):
+    """The tool ledger shows a call that started before (in this or another process) and
+    never finished, and the session's ``on_unfinished`` policy is ``"raise"``: whether its
+    side effect happened is for the caller to find out."""
+
+    def __init__(self, tool_use: Any, *, session_id: str | None = None) -> None:
+        self.tool_use = tool_use
+        self.session_id = session_id
+        super().__init__(
+            f"tool call {tool_use.id} ({tool_use.name}) of session {session_id} started "
+            "earlier and never finished"
         )
 
 
