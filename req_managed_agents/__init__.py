@@ -82,6 +82,7 @@ from req_managed_agents.errors import (
 )
 
 if TYPE_CHECKING:
+    from req_managed_agents._batch import BatchItem, BatchOutcome, read_prompts, run_batch
     from req_managed_agents._ledger import ToolLedger, UnfinishedPolicy
     from req_managed_agents._session import ConfirmPolicy, Session, TurnGuard, run_to_completion
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
@@ -108,6 +109,10 @@ _LAZY: dict[str, str] = {
     "BedrockAgentCore": "req_managed_agents.providers",
     "ClaudeManagedAgents": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
+    "BatchItem": "req_managed_agents._batch",
+    "BatchOutcome": "req_managed_agents._batch",
+    "read_prompts": "req_managed_agents._batch",
+    "run_batch": "req_managed_agents._batch",
     "ConfirmPolicy": "req_managed_agents._session",
     "Session": "req_managed_agents._session",
     "ToolLedger": "req_managed_agents._ledger",
@@ -125,6 +130,8 @@ __all__ = [
     "ArtifactNotFoundError",
     "AuthenticationError",
     "BadRequestError",
+    "BatchItem",
+    "BatchOutcome",
     "BedrockAgentCore",
     "ClaudeManagedAgents",
     "CommandFailedError",
@@ -196,6 +203,8 @@ __all__ = [
     "__version__",
     "ensure_environment",
     "provision",
+    "read_prompts",
+    "run_batch",
     "run_to_completion",
     "teardown",
 ]

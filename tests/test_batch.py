@@ -1,0 +1,162 @@
+"""Batch runs: bounded, rate-limit aware, appended as they finish, resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from req_managed_agents import BatchItem, ConfigurationError, read_prompts, run_batch
+from req_managed_agents import _batch as batch_module
+from req_managed_agents.testing import ClaudeEmulator, Turn
+from tests._tools import CountingTools
+
+ANSWER = [Turn(text=lambda inputs: f"answer to {inputs[0]}")]
+
+
+@pytest.fixture
+def emulator() -> Iterator[ClaudeEmulator]:
+    with ClaudeEmulator(ANSWER) as emulator:
+        yield emulator
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_two_hundred_prompts_through_rate_limits_all_finish(
+    emulator: ClaudeEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(batch_module, "RATE_LIMIT_BACKOFF", 0.01)
+    # Bursts of refusals longer than the HTTP layer's own retries, with and without a hint.
+    emulator.fail_requests("POST", "/v1/sessions", 429, times=12, retry_after=0.02)
+    emulator.fail_requests("POST", "/v1/sessions", 429, times=6)
+    output = tmp_path / "out.jsonl"
+    ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+    prompts = [f"question {n}" for n in range(200)]
+    with emulator.provider(max_retries=1) as provider:
+        outcomes = run_batch(
+            provider,
+            prompts,
+            handler=CountingTools(),
+            max_workers=8,
+            output=output,
+            timeout=30,
+            **ids,
+        )
+    assert [o.error for o in outcomes] == [None] * 200
+    assert [o.result.text for o in outcomes if o.result] == [f"answer to {p}" for p in prompts]
+    recorded = lines(output)
+    assert sorted(str(r["id"]) for r in recorded) == sorted(str(n) for n in range(1, 201))
+    assert emulator.pending_faults() == 0, "the refusals were met"
+
+
+def test_a_failure_is_recorded_and_the_batch_goes_on(
+    emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.jsonl"
+    items = [
+        BatchItem("good", "hello", {"agent_id": emulator.add_agent()}),
+        BatchItem("bad", "hello", {"agent_id": "agent_missing"}),
+    ]
+    with emulator.provider() as provider:
+        outcomes = run_batch(
+            provider,
+            items,
+            handler=CountingTools(),
+            output=output,
+            environment_id=emulator.add_environment(),
+        )
+    assert outcomes[0].result is not None
+    assert outcomes[1].error is not None
+    assert "NotFoundError" in outcomes[1].error
+    assert {r["id"]: "error" in r for r in lines(output)} == {"good": False, "bad": True}
+
+
+def test_a_rerun_skips_what_succeeded_and_retries_what_failed(
+    emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.jsonl"
+    output.write_text(
+        json.dumps({"id": "1", "terminal": "end_turn", "text": "old"})
+        + "\n"
+        + json.dumps({"id": "2", "error": "RateLimitError: later"})
+        + "\n"
+        + '{"id": "3", "termi'  # cut off by a kill mid-write
+    )
+    ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+    with emulator.provider() as provider:
+        run_batch(provider, ["a", "b", "c"], handler=CountingTools(), output=output, **ids)
+    sent = [
+        e["content"][0]["text"]
+        for s in emulator.session_ids()
+        for e in emulator.events(s)
+        if e["type"] == "user.message"
+    ]
+    assert sorted(sent) == ["b", "c"]
+
+
+def test_read_prompts_names_lines_and_refuses_bad_ones(tmp_path: Path) -> None:
+    good = tmp_path / "in.jsonl"
+    good.write_text('{"prompt": "a"}\n\n{"id": "x", "prompt": "b", "title": "T"}\n')
+    assert read_prompts(good) == [BatchItem("1", "a"), BatchItem("x", "b", {"title": "T"})]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "id": "x"}\n{"prompt": "b", "id": "x"}\n')
+    with pytest.raises(ConfigurationError, match="twice"):
+        read_prompts(bad)
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from req_managed_agents import ClaudeManagedAgents, Tools, read_prompts, run_batch
+
+    base_url, api_key, agent_id, environment_id, source, output = sys.argv[1:]
+    provider = ClaudeManagedAgents(api_key, base_url=base_url)
+    run_batch(
+        provider, read_prompts(source), handler=Tools(), max_workers=2, output=output,
+        agent_id=agent_id, environment_id=environment_id,
+    )
+    """
+)
+
+
+def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
+    tmp_path: Path,
+) -> None:
+    slow = [Turn(text=lambda inputs: f"answer to {inputs[0]}", delay=0.1)]
+    source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"prompt": f"p{n}"}) + "\n" for n in range(30)))
+    with ClaudeEmulator(slow) as emulator:
+        args = [
+            sys.executable, "-c", WORKER, emulator.base_url, emulator.api_key,
+            emulator.add_agent(), emulator.add_environment(), str(source), str(output),
+        ]  # fmt: skip
+        first = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not output.exists() or len(lines(output)) < 10):
+            time.sleep(0.05)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+        finished_before = {str(r["id"]) for r in lines(output) if "error" not in r}
+        assert 10 <= len(finished_before) < 30
+        subprocess.run(args, check=True, timeout=60, stderr=subprocess.DEVNULL)
+        sent = [
+            e["content"][0]["text"]
+            for s in emulator.session_ids()
+            for e in emulator.events(s)
+            if e["type"] == "user.message"
+        ]
+    final = {str(r["id"]): r for r in lines(output)}
+    assert sorted(final, key=int) == [str(n) for n in range(1, 31)]
+    assert all("error" not in r for r in final.values())
+    for item_id in finished_before:
+        assert sent.count(f"p{int(item_id) - 1}") == 1, "a finished prompt is not sent again"
