@@ -146,6 +146,16 @@ class Tools:
     def __repr__(self) -> str:
         return f"Tools({list(self._tools)!r})"
 
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
+
     def handle_tool_call(
         self, name: str, input: Mapping[str, Any], context: ToolContext
     ) -> ToolOutput:

@@ -65,6 +65,16 @@ class Usage:
             + self.cache_read_input_tokens
         )
 
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
+
 
 @dataclass(frozen=True)
 class ToolUse:
@@ -79,6 +89,16 @@ class ToolUse:
     input: Mapping[str, Any] = field(default_factory=dict)
     mcp_server: str | None = None
     session_thread_id: str | None = None
+
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
 
 
 # The media types both the API and the models take for tool-result images and documents.
@@ -151,6 +171,16 @@ class ToolResult:
         text = "\n".join(block for block in blocks if isinstance(block, str))
         return cls(tool_use_id, text, is_error, tuple(blocks))
 
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
+
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -171,6 +201,21 @@ class TurnResult:
     events: tuple[Mapping[str, Any], ...] = ()
     confirmations: tuple[ToolUse, ...] = ()
     outcome: Mapping[str, Any] | None = None
+
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
+
+    def __repr__(self) -> str:
+        from req_managed_agents._display import short_repr
+
+        return short_repr(self, ("terminal", "text", "tool_uses", "usage", "events"))
 
 
 @dataclass(frozen=True)
@@ -199,6 +244,23 @@ class SessionResult:
     tool_results: tuple[ToolResult, ...] = ()
     terminal_tool_input: Mapping[str, Any] | None = None
     outcome: Mapping[str, Any] | None = None
+
+    def _repr_html_(self) -> str:
+        from req_managed_agents._display import to_html
+
+        return to_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from req_managed_agents._display import to_markdown
+
+        return to_markdown(self)
+
+    def __repr__(self) -> str:
+        from req_managed_agents._display import short_repr
+
+        return short_repr(
+            self, ("terminal", "text", "turns", "usage", "tool_uses", "events", "session_id")
+        )
 
 
 @dataclass(frozen=True)
