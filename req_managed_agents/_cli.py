@@ -1,4 +1,10 @@
-"""``rma``: the command-line entry point (argparse only, so it starts fast)."""
+"""``rma``: the command-line entry point (argparse only, so it starts fast).
+
+Every failure ends the same way: one ``rma: MESSAGE (hint: HINT)`` line on standard error
+and an exit status from :data:`~req_managed_agents._cli_common.EXIT_STATUS_HELP`, never a
+traceback. The library's messages speak of Python arguments (``agent_id=``); here they are
+put in terms of flags and environment variables first.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +13,72 @@ import os
 import sys
 from collections.abc import Sequence
 
+from req_managed_agents._cli_common import (
+    EXIT_API,
+    EXIT_BROKEN_PIPE,
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    EXIT_TIMEOUT,
+    CliError,
+    Parser,
+)
 from req_managed_agents._version import __version__
-from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.errors import (
+    APIError,
+    ArtifactNotFoundError,
+    AuthenticationError,
+    ConfigurationError,
+    ManagedAgentsError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    SessionTimeoutError,
+    StreamError,
+    TransportError,
+    UnknownTagError,
+)
 
-# What shells report for a command stopped by Ctrl-C (128 + SIGINT).
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+__all__ = ["build_parser", "in_flag_terms", "main"]
+
+# Library wording (Python arguments) -> command-line wording, applied to every message.
+_FLAG_TERMS = (
+    ("agent_id= (or agent=)", "--agent-id"),
+    ("environment_id= (or environment=)", "--environment-id"),
+    ("harness_arn= (or harness=)", "--harness-arn"),
+    ("pass region= or set AWS_REGION", "pass --region or set AWS_REGION"),
+    (
+        "pass credentials= or configure one",
+        "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+    ),
+    ("pass it explicitly or set", "set"),
+    ("execution_role_arn", "--execution-role-arn"),
+    ("runtime_session_id", "--session-id"),
+    ("session option vault_ids", "--vault-id"),
+    ("session option metadata", "--session-metadata"),
+    ("session option title", "--title"),
+    (
+        "define handle_confirmation on the handler or pass confirm='allow' or 'deny'",
+        "give --tools a handler that defines handle_confirmation",
+    ),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``rma`` argument parser; subcommands register here."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rma",
         description="Drive managed agent sessions whose custom tools run on this machine.",
+        epilog=EXIT_STATUS_HELP,
     )
     parser.add_argument("--version", action="version", version=f"rma {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = commands.add_parser(
-        "demo",
-        help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
-        description="Run one agent session that calls a local tool, streaming the agent's text.",
-    )
-    from req_managed_agents import _cli_artifacts, _cli_provisioning, _demo
+    from req_managed_agents import _cli_artifacts, _cli_provisioning, _cli_run, _demo
 
-    _demo.add_arguments(demo)
+    _demo.add_command(commands)
+    _cli_run.add_command(commands)
     _cli_provisioning.add_commands(commands)
     _cli_artifacts.add_command(commands)
     return parser
@@ -38,25 +86,101 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rma`` with ``argv`` (default: the process arguments); return the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
     try:
-        return _run_command(args)
+        return _main(argv)
+    except KeyboardInterrupt:
+        # A session has already stopped its run (remote turn included) on the way out.
+        _print_error("interrupted")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``rma ... | head``): stop quietly, as other tools do, and keep
         # the interpreter's final flush from complaining again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        # The session has already stopped the run (remote turn included) on its way out.
-        print("rma: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (ManagedAgentsError, ValueError) as exc:
-        print(f"rma: {exc}", file=sys.stderr)
-        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    command = "rma"
+    try:
+        try:
+            args, unknown = parser.parse_known_args(argv)
+        except SystemExit as exit_:  # --help and --version print, then exit
+            return exit_.code if isinstance(exit_.code, int) else EXIT_OK
+        if args.command is None:
+            raise CliError("no command given", hint="rma --help lists the commands")
+        command = " ".join(["rma", args.command, *([args.action] if "action" in args else [])])
+        if unknown:
+            raise CliError(
+                f"unrecognized arguments: {' '.join(unknown)}",
+                hint=f"{command} --help shows the usage",
+            )
+        return _run_command(args)
+    except CliError as exc:
+        _print_error(exc.message, exc.hint)
+        return exc.code
+    except ManagedAgentsError as exc:
+        code, hint = _classify(exc, command)
+        _print_error(str(exc), hint)
+        return code
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        what = f"{exc.strerror}: {exc.filename}" if exc.filename and exc.strerror else str(exc)
+        _print_error(what, "check the path and its permissions")
+        return EXIT_FAILED
+    except Exception as exc:
+        _print_error(
+            f"unexpected {type(exc).__name__}: {exc}",
+            f"this is a bug in {command}; please report it with the command line",
+        )
+        return EXIT_FAILED
+
+
+def _classify(exc: ManagedAgentsError, command: str) -> tuple[int, str]:
+    """The exit status and hint for a library error."""
+    if isinstance(exc, SessionTimeoutError):
+        return EXIT_TIMEOUT, "raise --timeout"
+    if isinstance(exc, ConfigurationError):
+        return (
+            EXIT_CONFIG,
+            f"{command} --help lists the flags; credentials come from the environment",
+        )
+    if isinstance(exc, AuthenticationError):
+        return EXIT_API, "check ANTHROPIC_API_KEY (Claude) or the AWS credentials (AgentCore)"
+    if isinstance(exc, NotFoundError):
+        return EXIT_API, "check the ids, ARNs and names given"
+    if isinstance(exc, (RateLimitError, ServerError)):
+        return EXIT_API, "the provider is busy or failing; try again later"
+    if isinstance(exc, APIError):
+        return EXIT_API, "the provider refused the request"
+    if isinstance(exc, TransportError):
+        return EXIT_API, (
+            "check the network and the endpoint (ANTHROPIC_BASE_URL, "
+            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE)"
+        )
+    if isinstance(exc, StreamError):
+        return EXIT_API, "the event stream failed; rma run --session-id SESSION picks it up again"
+    if isinstance(exc, UnknownTagError):
+        return EXIT_FAILED, "rma tag BASE TAG DIGEST --store PATH sets a tag"
+    if isinstance(exc, ArtifactNotFoundError):
+        return EXIT_FAILED, "rma artifacts list SESSION shows the session's files"
+    return EXIT_FAILED, f"{command} --help describes the command"
+
+
+def in_flag_terms(message: str) -> str:
+    """A library message with its Python-argument advice put in command-line terms."""
+    for python, cli in _FLAG_TERMS:
+        message = message.replace(python, cli)
+    return message
+
+
+def _print_error(message: str, hint: str | None = None) -> None:
+    """One line, whatever the message holds (a server's error text may span lines)."""
+    line = " ".join(in_flag_terms(message).split())
+    if hint:
+        line = f"{line} (hint: {hint})"
+    print(f"rma: {line}", file=sys.stderr, flush=True)
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -64,6 +188,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents._demo import run_demo
 
         return run_demo(args)
+    if args.command == "run":
+        from req_managed_agents._cli_run import run_command
+
+        return run_command(args)
     from req_managed_agents import _cli_artifacts, _cli_provisioning
 
     if args.command in _cli_provisioning.COMMANDS:

@@ -1,23 +1,36 @@
 """``rma demo``: one session whose tool runs on this machine, end to end.
 
-With no credentials it runs against the built-in emulator (a real HTTP server on loopback
-playing a scripted agent), so it works on a fresh clone with no network. Given an Anthropic
-API key and ``--agent-id``/``--environment-id`` it runs the same code against the real API;
-the agent must declare a custom tool ``get_weather(city: str)``.
+With no agent named it runs against the built-in emulator (a real HTTP server on loopback
+playing a scripted agent), so it works on a fresh clone with no network. Given
+``--agent-id``/``--environment-id`` (with ``ANTHROPIC_API_KEY``) or ``--harness-arn`` it runs
+the same code against the real service; the agent must declare a custom tool
+``get_weather(city: str)``. The emulators play a fixed script, so ``--prompt`` only applies
+to a real agent, and ``--turn-delay`` only to the emulators.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any, TextIO
 
-from req_managed_agents._stream import MessageDone, TextDelta, ToolCallFinished, ToolCallStarted
+from req_managed_agents._cli_common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    PROVIDERS,
+    CliError,
+    harness_region,
+    non_negative_seconds,
+    open_provider,
+    positive_seconds,
+    refuse,
+)
 from req_managed_agents._tools import Tools
 from req_managed_agents._vocabulary import SessionResult
+from req_managed_agents.errors import SessionTimeoutError
 
-__all__ = ["add_arguments", "run_demo"]
+__all__ = ["add_command", "run_demo"]
 
 DEMO_PROMPT = "What is the weather in Paris and in Tokyo?"
 _FORECASTS = {"paris": "18 C and sunny", "tokyo": "24 C with light rain"}
@@ -37,70 +50,119 @@ def get_weather(city: str) -> str:
     return f"{city}: {_FORECASTS.get(city.strip().lower(), '20 C and clear')}"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``rma demo`` options."""
-    parser.add_argument("--provider", choices=("claude", "agentcore"), default="claude")
-    parser.add_argument("--prompt", default=DEMO_PROMPT, help="what to ask the agent")
-    parser.add_argument("--agent-id", help="a real Claude agent (with ANTHROPIC_API_KEY)")
-    parser.add_argument("--environment-id", help="a real Claude environment (with --agent-id)")
-    parser.add_argument("--harness-arn", help="a real AgentCore harness (with AWS credentials)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds for the whole run")
+def add_command(commands: Any) -> None:
+    """Register ``rma demo`` and its options."""
+    parser = commands.add_parser(
+        "demo",
+        help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
+        description="Run one agent session that calls a local tool, get_weather(city), "
+        "streaming the agent's text. Without --agent-id/--environment-id or --harness-arn it "
+        "runs on a built-in emulator playing a fixed script (no credentials, no network).",
+    )
+    parser.add_argument(
+        "--provider", choices=PROVIDERS, default="claude", help="which service to emulate or use"
+    )
+    parser.add_argument(
+        "--prompt",
+        help=f"real agents only: what to ask (default: {DEMO_PROMPT!r})",
+    )
+    parser.add_argument(
+        "--agent-id",
+        metavar="ID",
+        help="a real Claude agent declaring get_weather (with --environment-id and "
+        "ANTHROPIC_API_KEY)",
+    )
+    parser.add_argument(
+        "--environment-id", metavar="ID", help="a real Claude environment (with --agent-id)"
+    )
+    parser.add_argument(
+        "--harness-arn",
+        metavar="ARN",
+        help="a real AgentCore harness (with --provider agentcore and AWS credentials)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds for the whole run",
+    )
     parser.add_argument(
         "--turn-delay",
-        type=float,
-        default=0.0,
-        help="built-in emulators only: seconds the scripted agent takes per turn (default 0)",
+        type=non_negative_seconds,
+        metavar="SECONDS",
+        help="built-in emulators only: seconds the scripted agent takes per turn (default: 0)",
     )
 
 
 def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the demo session, showing it as it happens, then a summary; the exit code says
-    whether it ended well."""
+    whether it ended well. A status line goes to standard error when that is a terminal."""
     out = out if out is not None else sys.stdout
-    if args.turn_delay < 0:
-        out.write("--turn-delay must not be negative\n")
-        return 2
-    if args.turn_delay and (args.agent_id or args.environment_id or args.harness_arn):
-        out.write("--turn-delay only applies to the built-in emulators\n")
-        return 2
-    if args.provider == "agentcore":
-        result = _run_agentcore(args, out)
-    elif args.agent_id or args.environment_id:
-        if not (args.agent_id and args.environment_id and os.environ.get("ANTHROPIC_API_KEY")):
-            out.write("the real API needs ANTHROPIC_API_KEY, --agent-id and --environment-id\n")
-            return 2
-        result = _run_claude(args, out)
-    else:
-        result = _run_claude_emulator(args, out)
+    status = sys.stderr if sys.stderr.isatty() else None
+    real = _check_flags(args)
+    try:
+        if args.provider == "agentcore":
+            result = _run_agentcore(args, out, status, real)
+        elif real:
+            result = _run_claude(args, out, status)
+        else:
+            result = _run_claude_emulator(args, out, status)
+    except SessionTimeoutError as exc:
+        raise CliError(str(exc), hint="raise --timeout", code=EXIT_TIMEOUT) from None
     _summarise(result, out)
-    return 0 if result.terminal == "end_turn" else 1
+    return EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
 
 
-def _show(provider: Any, args: argparse.Namespace, out: TextIO, **connect: Any) -> SessionResult:
+def _check_flags(args: argparse.Namespace) -> bool:
+    """Whether the demo runs against a real agent; flags that do not apply are refused."""
+    if args.provider == "agentcore":
+        refuse(
+            args,
+            ["agent_id", "environment_id"],
+            "is a Claude option; it does not apply with --provider agentcore",
+            "drop it, or use --provider claude",
+        )
+        real = args.harness_arn is not None
+    else:
+        refuse(args, ["harness_arn"], "needs --provider agentcore", "add --provider agentcore")
+        if bool(args.agent_id) != bool(args.environment_id):
+            raise CliError(
+                "a real Claude agent needs both --agent-id and --environment-id",
+                hint="give both (and ANTHROPIC_API_KEY), or neither for the built-in emulator",
+            )
+        real = args.agent_id is not None
+    if real:
+        refuse(
+            args,
+            ["turn_delay"],
+            "only applies to the built-in emulators",
+            "drop --turn-delay when running a real agent",
+        )
+    else:
+        refuse(
+            args,
+            ["prompt"],
+            "only applies to a real agent: the built-in emulator plays a fixed script",
+            "drop --prompt, or name a real agent with --agent-id/--environment-id or --harness-arn",
+        )
+    return real
+
+
+def _show(
+    provider: Any, args: argparse.Namespace, out: TextIO, status: TextIO | None, **connect: Any
+) -> SessionResult:
     """Stream one run: the agent's text as it is written, each tool call as it runs."""
+    from req_managed_agents._cli_run import Display
     from req_managed_agents._session import Session
 
-    speaking = False
-    with Session(provider, handler=demo_tools(), **connect) as session:
-        for item in session.stream(args.prompt, timeout=args.timeout):
-            if isinstance(item, TextDelta):
-                _say(out, item.text if speaking else f"agent> {item.text}")
-                speaking = True
-            elif isinstance(item, MessageDone) and speaking:
-                _say(out, "\n")
-                speaking = False
-            elif isinstance(item, ToolCallStarted):
-                _say(out, f"  -> {item.tool_use.name}({dict(item.tool_use.input)})\n")
-            elif isinstance(item, ToolCallFinished):
-                _say(out, f"  <- {item.result.content!r}\n")
-            elif isinstance(item, SessionResult):
+    prompt = args.prompt or DEMO_PROMPT
+    with Session(provider, handler=demo_tools(), **connect) as session, Display(out, status) as d:
+        for item in session.stream(prompt, timeout=args.timeout):
+            if isinstance(item, SessionResult):
                 return item
+            d.show(item)
     raise AssertionError("a stream always ends with its SessionResult")
-
-
-def _say(out: TextIO, text: str) -> None:
-    out.write(text)
-    out.flush()
 
 
 def _script(turn: Any, call: Any, delay: float) -> list[Any]:
@@ -120,44 +182,54 @@ def _script(turn: Any, call: Any, delay: float) -> list[Any]:
     ]
 
 
-def _run_claude(args: argparse.Namespace, out: TextIO) -> SessionResult:
-    from req_managed_agents.providers import ClaudeManagedAgents
-
-    out.write("Running against the Claude Managed Agents API.\n")
-    with ClaudeManagedAgents() as provider:
+def _run_claude(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> SessionResult:
+    with open_provider("claude") as provider:
+        out.write("Running against the Claude Managed Agents API.\n")
         return _show(
-            provider, args, out, agent_id=args.agent_id, environment_id=args.environment_id
+            provider,
+            args,
+            out,
+            status,
+            agent_id=args.agent_id,
+            environment_id=args.environment_id,
         )
 
 
-def _run_claude_emulator(args: argparse.Namespace, out: TextIO) -> SessionResult:
+def _run_claude_emulator(
+    args: argparse.Namespace, out: TextIO, status: TextIO | None
+) -> SessionResult:
     from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
-    with ClaudeEmulator(_script(Turn, call, args.turn_delay)) as emulator:
+    with ClaudeEmulator(_script(Turn, call, args.turn_delay or 0.0)) as emulator:
         out.write(f"Running against the built-in emulator at {emulator.base_url} (no network).\n")
         agent_id = emulator.add_agent(name="weather-demo")
         environment_id = emulator.add_environment(name="demo-env")
         with emulator.provider() as provider:
-            return _show(provider, args, out, agent_id=agent_id, environment_id=environment_id)
+            return _show(
+                provider, args, out, status, agent_id=agent_id, environment_id=environment_id
+            )
 
 
-def _run_agentcore(args: argparse.Namespace, out: TextIO) -> SessionResult:
-    from req_managed_agents.providers import BedrockAgentCore
-
-    if args.harness_arn:
-        out.write("Running against Bedrock AgentCore.\n")
-        with BedrockAgentCore() as provider:
-            return _show(provider, args, out, harness_arn=args.harness_arn, tools=demo_tools())
+def _run_agentcore(
+    args: argparse.Namespace, out: TextIO, status: TextIO | None, real: bool
+) -> SessionResult:
+    if real:
+        region = harness_region(args.harness_arn, None)
+        with open_provider("agentcore", region) as provider:
+            out.write("Running against Bedrock AgentCore.\n")
+            return _show(
+                provider, args, out, status, harness_arn=args.harness_arn, tools=demo_tools()
+            )
     from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
 
-    with AgentCoreEmulator(_script(ConverseTurn, call, args.turn_delay)) as emulator:
+    with AgentCoreEmulator(_script(ConverseTurn, call, args.turn_delay or 0.0)) as emulator:
         out.write(
             f"Running against the built-in AgentCore emulator at {emulator.data_url} "
             "(SigV4-signed, no network).\n"
         )
         harness_arn = emulator.add_harness(name="weather_demo")
         with emulator.provider() as provider:
-            return _show(provider, args, out, harness_arn=harness_arn)
+            return _show(provider, args, out, status, harness_arn=harness_arn)
 
 
 def _summarise(result: SessionResult, out: TextIO) -> None:
