@@ -3,8 +3,11 @@
 :class:`ClaudeEmulator` is a Claude Managed Agents API served over real HTTP on
 ``127.0.0.1`` (a free port), whose agents play scripts instead of calling a model. Point the
 SDK (or any HTTP client) at ``emulator.base_url`` with ``emulator.api_key`` and it behaves like
-the service: agents, environments, bare session creation, sending events, paged history and
-a long-lived SSE stream with heartbeats and no replay. Because it is a real server, streaming,
+the service: agents (with versions), environments, sessions (created with their options,
+updated), sending events, paged and filtered history, session threads, vaults and their
+credentials, memory stores and their memories, the Files API, and a long-lived SSE stream
+with heartbeats and no replay. Every answer fits the official ``anthropic`` SDK's models
+exactly (its tests validate them strictly). Because it is a real server, streaming,
 reconnects and timeouts are exercised over real sockets, and faults can be injected while a
 session runs. It needs only the standard library.
 
@@ -63,6 +66,39 @@ the next turn, whose text receives the custom results in call order, then ``"all
 ``"denied"`` or ``"denied: <deny_message>"`` per confirmed call. A confirmation for an
 unknown id, a call that does not ask, one already confirmed, or with a ``deny_message`` on
 ``"allow"`` is a 400 and logs nothing.
+
+Routes beyond the session loop: ``GET /v1/agents/{id}?version=N`` and
+``/v1/agents/{id}/versions``; ``POST /v1/sessions/{id}`` (update: the agent's ``tools`` and
+``mcp_servers`` while not running, ``title``, ``metadata`` as a patch, ``budget``; it logs
+``session.updated``); ``POST``/``DELETE /v1/environments/{id}``;
+``/v1/sessions/{id}/threads`` (list, get, ``/archive``, ``/events``, ``/stream``);
+``/v1/vaults`` and ``/v1/vaults/{id}/credentials`` (create, get, update, list, archive,
+delete; secrets never come back); ``/v1/memory_stores`` and ``.../memories`` (beta
+``agent-memory-2026-07-22`` or the managed-agents one). Sessions are created from an agent id,
+a pinned ``{"type": "agent", "id", "version"}`` or ``agent_with_overrides``, with
+``resources`` (``file``, ``github_repository``, ``memory_store``), ``vault_ids``,
+``metadata``, ``title``, ``budget`` and ``initial_events``. Lists page with ``limit`` and
+``page`` everywhere and apply their filters: sessions by ``statuses[]``, ``agent_id``,
+``agent_version``, ``created_at[gt|gte|lt|lte]``, ``memory_store_id``, ``include_archived``
+and ``order``; events by ``order``, ``types[]`` and ``created_at[...]`` (on
+``processed_at``); an unknown or malformed value is a 400. A ``user.message`` sent while a
+turn plays is queued: its echo keeps ``processed_at`` null until its turn begins. A
+``system.message`` (one per request, last, right after the message or result it goes with,
+on a model that takes one) is logged with it. ``user.tool_result`` is for self-hosted
+environments, where an allowed built-in ``ToolCall`` waits for it; elsewhere it is a 400.
+
+Threads: ``Turn(thread="researcher", ...)`` has a subagent play the turn on a session thread
+of that name. The first time, the primary log gets ``session.thread_created`` and
+``agent.thread_message_sent`` (the turn's input); the thread's own log (``events(session_id,
+thread_id)``, ``.../threads/{id}/events`` and ``/stream``) gets
+``agent.thread_message_received``, the turn's spans and messages; ``session.thread_status_*``
+go to both. Tool uses that wait on the client (custom calls, calls that ask, self-hosted
+built-in calls) are cross-posted to the primary log with ``session_thread_id``, and the
+answers are routed by tool use id (their echo carries the thread's id; a
+``session_thread_id`` naming another thread is a 400). The next turn of the same name
+resumes the thread; when a thread's turn ends it idles and reports its text to the primary
+thread (``agent.thread_message_received``). The thread runs the coordinator's roster agent of
+that name, or else an inline copy of the coordinator. ``threads(session_id)`` shows them.
 
 Outcomes: ``user.define_outcome`` (``description``, a ``text`` rubric of at most 262144
 characters or a ``file`` rubric naming a stored file, ``max_iterations`` 1-20, default 3;
@@ -144,7 +180,8 @@ duplications). ``terminate_session(session_id)`` fails the session as the servic
 ``fail_turn(session_id)`` gives up on the running turn (``retries_exhausted``).
 
 For assertions: ``requests`` (every :class:`RecordedRequest`), ``events(session_id)`` (the
-log), ``session_ids()``, ``files(session_id=None)`` (file metadata),
+log; ``events(session_id, thread_id)`` a thread's), ``threads(session_id)``,
+``session_ids()``, ``files(session_id=None)`` (file metadata),
 ``stream_connections(session_id)`` (:class:`StreamConnection` snapshots),
 ``open_stream_count(session_id)``, ``pending_faults()`` (fault shots not fired yet, to check
 that a test met the fault it set up) and ``wait_until(predicate, timeout)``.
@@ -153,9 +190,10 @@ that a test met the fault it set up) and ``wait_until(predicate, timeout)``.
 :class:`AgentCoreEmulator` is the AWS Bedrock AgentCore Harness service, on two loopback
 ports as AWS uses two hosts: ``emulator.data_url`` (InvokeHarness, InvokeAgentRuntimeCommand,
 StopRuntimeSession) and ``emulator.control_url`` (CreateHarness, GetHarness, ListHarnesses,
-DeleteHarness). GetHarness shows the runtime behind each harness
-(``environment.agentCoreRuntimeEnvironment.agentRuntimeArn``), which commands and
-StopRuntimeSession address. Every
+UpdateHarness, ListHarnessVersions, DeleteHarness). GetHarness shows the runtime behind each
+harness (``environment.agentCoreRuntimeEnvironment.agentRuntimeArn``), which commands and
+StopRuntimeSession address; UpdateHarness takes a ``READY`` harness, makes a new
+``harnessVersion`` and walks it ``UPDATING`` then ``READY``. Every
 request must carry a valid SigV4 signature for service ``bedrock-agentcore`` made with the
 emulator's test credentials (``access_key_id``, ``secret_access_key``, optional
 ``session_token``, ``region``); bodies are checked against the botocore service models.
@@ -163,7 +201,9 @@ It needs botocore (the ``aws`` extra), imported only when an emulator is created
 A harness plays a script of :class:`ConverseTurn` objects, one per invocation of a runtime
 session, streamed as event-stream frames; tool calls end a turn with ``tool_use`` and the
 next invocation must echo the assistant's ``toolUse`` blocks before the ``toolResult``
-blocks, as the live service requires::
+blocks, as the live service requires. A turn that calls a tool neither the invocation nor the
+harness declares streams its text and then fails with a ``runtimeClientError`` exception
+frame, uncommitted, since no model calls a tool it was not given::
 
     from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
 

@@ -2,7 +2,8 @@
 
 AWS serves the harness API from two hosts, so the emulator listens on two ports:
 ``data_url`` answers InvokeHarness, InvokeAgentRuntimeCommand and StopRuntimeSession,
-``control_url`` the harness CRUD of the control plane. Both recompute every request's SigV4
+``control_url`` the harness CRUD of the control plane (with UpdateHarness and
+ListHarnessVersions). Both recompute every request's SigV4
 signature (signing name ``bedrock-agentcore`` for both) from the emulator's test
 credentials, check request bodies against the botocore service models and answer errors in
 AWS's rest-json form, so a client's signing and serialization are under test as much as its
@@ -24,6 +25,13 @@ deterministic:
   follows (``metadata``, an injected fault or nothing): a client's retry of an invocation
   cut before ``messageStop`` replays the turn, a retry after it meets the next turn;
 * a command's stdout is streamed before its stderr, since the runner returns them apart;
+* a scripted turn that calls a tool neither the invocation nor the harness declares (and no
+  remote MCP server or gateway could bring) streams its text, then ends with a
+  ``runtimeClientError`` exception frame where the tool block would start, uncommitted: a
+  model never calls a tool it was not given, so the test or the client is wrong;
+* UpdateHarness takes a ``READY`` harness only (else ``ConflictException``), walks it
+  ``UPDATING`` then ``READY`` and makes a new ``harnessVersion``; versions list newest
+  first, and an older version shows ``READY``;
 * StopRuntimeSession answers 200 for any session id of a known runtime, even one never
   invoked; it cuts in-flight InvokeHarness streams of the session (a command already running
   finishes) and forgets the session's conversation, so a later invocation with that id
@@ -164,6 +172,7 @@ class AgentCoreEmulator(_HarnessInvoker):
         self._harnesses = {}
         self._created = 0
         self._client_tokens = {}
+        self._update_tokens = {}
         self._list_tokens = {}
         self._next_statuses = {}
         self._conversations = {}
@@ -183,6 +192,8 @@ class AgentCoreEmulator(_HarnessInvoker):
                 ("POST", "/harnesses", self._create_harness),
                 ("GET", "/harnesses", self._list_harnesses),
                 ("GET", f"/harnesses/{one}", self._get_harness),
+                ("PATCH", f"/harnesses/{one}", self._update_harness),
+                ("GET", f"/harnesses/{one}/versions", self._list_harness_versions),
                 ("DELETE", f"/harnesses/{one}", self._delete_harness),
             ],
         }

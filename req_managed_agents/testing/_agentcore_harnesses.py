@@ -1,10 +1,19 @@
 """The control plane of the AgentCore emulator: the harness registry and its routes.
 
-CreateHarness (idempotent by ``clientToken``; names are unique), GetHarness, ListHarnesses
-(paged by ``nextToken``) and DeleteHarness. A harness walks through a script of statuses,
-one step per GetHarness (default ``CREATING`` then ``READY``); a deleted one answers as
+CreateHarness (idempotent by ``clientToken``; names are unique), GetHarness (the latest
+version, or ``?harnessVersion=N``), ListHarnesses (paged by ``nextToken``), UpdateHarness,
+ListHarnessVersions and DeleteHarness. A harness walks through a script of statuses, one
+step per GetHarness (default ``CREATING`` then ``READY``); a deleted one answers as
 ``DELETING`` to ``delete_after`` observations (GetHarness or ListHarnesses), then is gone.
 Each harness has a runtime behind it, whose ARN InvokeAgentRuntimeCommand addresses.
+
+UpdateHarness (``PATCH``) takes only a ``READY`` harness (anything else is a
+``ConflictException``): the members it names replace the harness's, ``environment`` is
+merged into the runtime's settings, and ``environmentArtifact``, ``authorizerConfiguration``
+and ``memory`` come wrapped as ``{"optionalValue": ...}`` (an empty wrapper clears them).
+The update makes version N+1 (``harnessVersion``, a string) and the harness walks
+``UPDATING`` then ``READY``; a retry with the same ``clientToken`` changes nothing more.
+ListHarnessVersions pages through the versions, newest first.
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ if TYPE_CHECKING:
 _DEFAULT_PAGE = 10
 _MAX_PAGE = 100
 _DEFAULT_STATUSES = ("CREATING", "READY")
+_UPDATE_STATUSES = ("UPDATING", "READY")
+# UpdateHarness members that come as ``{"optionalValue": ...}``: empty clears them.
+_OPTIONAL_MEMBERS = ("environmentArtifact", "authorizerConfiguration", "memory")
 _HARNESS_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,39}")
 _ALNUM = string.ascii_letters + string.digits
 _DEFAULT_MODEL = {"bedrockModelConfig": {"modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}}
@@ -42,6 +54,7 @@ def _alnum(length: int) -> str:
 
 
 _SUMMARY_KEYS = ("harnessId", "harnessName", "arn", "status", "createdAt", "updatedAt")
+_VERSION_KEYS = (*_SUMMARY_KEYS[:3], "harnessVersion", *_SUMMARY_KEYS[3:])
 
 
 class _Harness:
@@ -60,6 +73,7 @@ class _Harness:
         self.script = script
         self.order = order
         self.deleting_observed: int | None = None  # None until deleted
+        self.versions = [copy.deepcopy(record)]  # every version's record, oldest first
 
     @property
     def id(self) -> str:
@@ -75,6 +89,12 @@ class _Harness:
     def summary(self) -> dict[str, Any]:
         view = self.view()
         return {key: view[key] for key in _SUMMARY_KEYS}
+
+    def version_view(self, number: int) -> dict[str, Any]:
+        """An earlier version as GetHarness shows it; the latest one has the live status."""
+        if number == len(self.versions):
+            return self.view()
+        return {**copy.deepcopy(self.versions[number - 1]), "status": "READY"}
 
     def set_statuses(self, statuses: tuple[str, ...]) -> None:
         self.statuses = statuses
@@ -101,8 +121,9 @@ class _ControlPlane(LoopbackEmulator):
     _harnesses: dict[str, _Harness]
     _created: int  # harnesses created so far; the order of the next one
     _client_tokens: dict[str, str]  # CreateHarness clientToken -> harness id
-    _list_tokens: dict[str, int]  # ListHarnesses nextToken -> order of the first harness
+    _list_tokens: dict[str, tuple[str, int]]  # nextToken -> (the list's path, its offset)
     _next_statuses: dict[str | None, tuple[str, ...]]  # by harness name, None: any name
+    _update_tokens: dict[str, str]  # UpdateHarness clientToken -> harness id
 
     def _named(self, name: str) -> _Harness | None:
         return next((h for h in self._harnesses.values() if h.record["harnessName"] == name), None)
@@ -154,6 +175,7 @@ class _ControlPlane(LoopbackEmulator):
             "skills": [],
             "allowedTools": ["*"],
             "truncation": {"strategy": "sliding_window"},
+            "harnessVersion": "1",
         }
         echoed = self._control_model.shape_for("Harness").members
         record.update({key: value for key, value in body.items() if key in echoed})
@@ -208,14 +230,76 @@ class _ControlPlane(LoopbackEmulator):
         return harness
 
     def _get_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
+        version = query_value(exchange.request, "harnessVersion")
+        if version is not None and not re.fullmatch(r"[1-9][0-9]{0,4}", version):
+            raise _invalid([("harnessVersion", "Member must satisfy regular expression pattern")])
         with self._condition:
             harness = self._live_harness(harness_id)
             if not self._observed(harness):
                 raise _harness_not_found(harness_id)
+            if version is not None and int(version) < len(harness.versions):
+                return 200, {"harness": harness.version_view(int(version))}
+            if version is not None and int(version) > len(harness.versions):
+                raise _harness_not_found(f"{harness_id} version {version}")
             harness.advance()
             return 200, {"harness": harness.view()}
 
-    def _list_harnesses(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
+    def _update_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
+        body = _json_object(exchange.request)
+        errors: list[tuple[str, str]] = []
+        shape = self._control_model.operation_model("UpdateHarness").input_shape
+        _check_structure(shape, body, "", errors, body_only=True)
+        if errors:
+            raise _invalid(errors)
+        with self._condition:
+            harness = self._live_harness(harness_id)
+            token = body.get("clientToken")
+            if token and self._update_tokens.get(token) == harness_id:
+                return 200, {"harness": harness.view()}  # a retry of an update that landed
+            if harness.status != "READY":
+                raise _AwsError(
+                    409, "ConflictException", f"Harness {harness_id} is {harness.status}"
+                )
+            record = harness.record
+            for key, value in body.items():
+                if key == "clientToken":
+                    continue
+                if key in _OPTIONAL_MEMBERS:
+                    if "optionalValue" in value:
+                        record[key] = copy.deepcopy(value["optionalValue"])
+                    else:
+                        record.pop(key, None)
+                elif key == "environment":
+                    runtime = record["environment"]["agentCoreRuntimeEnvironment"]
+                    runtime.update(copy.deepcopy(value.get("agentCoreRuntimeEnvironment", {})))
+                else:
+                    record[key] = copy.deepcopy(value)
+            record["harnessVersion"] = str(len(harness.versions) + 1)
+            harness.set_statuses(_UPDATE_STATUSES)  # also stamps updatedAt
+            harness.versions.append(copy.deepcopy(record))
+            if token:
+                self._update_tokens[token] = harness_id
+            self._condition.notify_all()
+            return 200, {"harness": harness.view()}
+
+    def _list_harness_versions(
+        self, exchange: Exchange, harness_id: str
+    ) -> tuple[int, dict[str, Any]]:
+        with self._condition:
+            harness = self._live_harness(harness_id)
+            newest_first = range(len(harness.versions), 0, -1)
+            keyed = [
+                (-number, {key: harness.version_view(number)[key] for key in _VERSION_KEYS})
+                for number in newest_first
+            ]
+            return 200, self._token_page(exchange, keyed, "harnessVersions")
+
+    def _token_page(
+        self, exchange: Exchange, keyed: list[tuple[int, Any]], member: str
+    ) -> dict[str, Any]:
+        """One page (``maxResults``, default 10) of ``keyed`` items (ascending keys) and the
+        ``nextToken`` to the rest. A token names the key the next page starts at, so an item
+        removed between pages shifts nothing; it only works for the list it came from."""
         request = exchange.request
         raw_size = query_value(request, "maxResults")
         size = _DEFAULT_PAGE
@@ -224,18 +308,26 @@ class _ControlPlane(LoopbackEmulator):
                 raise _invalid([("maxResults", f"Member must be an integer from 1 to {_MAX_PAGE}")])
             size = int(raw_size)
         token = query_value(request, "nextToken")
-        with self._condition:
-            start = 0 if token is None else self._list_tokens.get(token)
-            if start is None:
+        start = None
+        if token is not None:
+            cursor = self._list_tokens.get(token)
+            if cursor is None or cursor[0] != request.path:
                 raise _invalid([("nextToken", "Member must be a token from a previous page")])
+            start = cursor[1]
+        remaining = [item for key, item in keyed if start is None or key >= start]
+        page: dict[str, Any] = {member: remaining[:size]}
+        if len(remaining) > size:
+            next_token = secrets.token_urlsafe(24)
+            first_key = [key for key, _ in keyed if start is None or key >= start][size]
+            self._list_tokens[next_token] = (request.path, first_key)
+            page["nextToken"] = next_token
+        return page
+
+    def _list_harnesses(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
+        with self._condition:
             live = sorted(self._harnesses.values(), key=lambda h: h.order)
-            remaining = [h for h in live if self._observed(h) and h.order >= start]
-            page: dict[str, Any] = {"harnesses": [h.summary() for h in remaining[:size]]}
-            if len(remaining) > size:
-                next_token = secrets.token_urlsafe(24)
-                self._list_tokens[next_token] = remaining[size].order
-                page["nextToken"] = next_token
-            return 200, page
+            keyed = [(h.order, h.summary()) for h in live if self._observed(h)]
+            return 200, self._token_page(exchange, keyed, "harnesses")
 
     def _delete_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
         with self._condition:

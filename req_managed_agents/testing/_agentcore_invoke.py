@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._agentcore_converse import (
+    _MODEL_REJECTED,
     _SCRIPT_FINISHED,
     ConverseTurn,
     _conversation_input,
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 
 # The service wants runtime session ids of at least 33 characters; older models say 1.
 _MIN_SESSION_ID = 33
+# Tool types whose tools are not named in the declaration (an MCP server's, a gateway's).
+_OPEN_TOOL_TYPES = ("remote_mcp", "agentcore_gateway")
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,24 @@ class _Plan:
     played: int
     generation: int
     fault: _FrameFault | None
+    undeclared: str | None  # the refusal at the first tool call nobody declared
+
+
+def _undeclared(turn: ConverseTurn, tools: list[dict[str, Any]]) -> str | None:
+    """Why a turn cannot play as scripted: it calls a tool that neither the invocation nor
+    the harness declares, which no model does (None when every call is declared). A remote
+    MCP server or a gateway brings tools of its own: with one declared, any name goes."""
+    if any(tool.get("type") in _OPEN_TOOL_TYPES for tool in tools):
+        return None
+    declared = {tool.get("name") for tool in tools}
+    for tool_call in turn.tool_calls:
+        if tool_call.name not in declared:
+            names = ", ".join(sorted(str(n) for n in declared if n)) or "none"
+            return (
+                f"{_MODEL_REJECTED}The model called tool {tool_call.name!r}, which is not among"
+                f" the tools of the invocation or the harness (declared: {names})."
+            )
+    return None
 
 
 class _HarnessInvoker(_ControlPlane):
@@ -187,7 +208,7 @@ class _HarnessInvoker(_ControlPlane):
                 raise _invalid([("harnessArn", problem)])
             conversation = self._conversations.setdefault((arn, session_id), _Conversation())
             try:
-                plan: _Plan | None = self._plan(harness, conversation, body["messages"])
+                plan: _Plan | None = self._plan(harness, conversation, body)
             except _Rejected as rejected:
                 plan, refusal = None, str(rejected)
         stream = exchange.open_stream(
@@ -219,23 +240,32 @@ class _HarnessInvoker(_ControlPlane):
         ]
         events = _turn_events(plan.turn, text, uses)
         pending = tuple(uses) if events[-2][1]["stopReason"] == "tool_use" else ()
-        self._play(stream, plan, events, (plan.generation, plan.played + 1, pending))
+        last = None
+        if plan.undeclared is not None:
+            # The text streams; the stream fails where the first tool block would start,
+            # before messageStop, so the turn is never committed.
+            first_tool = next(
+                i for i, (kind, _) in enumerate(events) if kind == "contentBlockStart"
+            )
+            events = events[:first_tool]
+            last = _exception("runtimeClientError", plan.undeclared)
+        self._play(stream, plan, events, (plan.generation, plan.played + 1, pending), last)
 
-    def _plan(
-        self, harness: _Harness, conversation: _Conversation, messages: list[dict[str, Any]]
-    ) -> _Plan:
+    def _plan(self, harness: _Harness, conversation: _Conversation, body: dict[str, Any]) -> _Plan:
         """What an invocation plays; called under the lock. Raises _Rejected."""
-        inputs = _conversation_input(messages, conversation.pending)
+        inputs = _conversation_input(body["messages"], conversation.pending)
         played = conversation.turns_played
         script = harness.script
         turn = script[played] if played < len(script) else _SCRIPT_FINISHED
+        undeclared = _undeclared(turn, [*body.get("tools", []), *harness.record["tools"]])
         fault = None
         if self._frame_faults:  # one fault per invocation, in the order they were added
             fault = self._frame_faults[0]
             fault.remaining -= 1
             if fault.remaining <= 0:
                 self._frame_faults.pop(0)
-        return _Plan(turn, inputs, conversation, played, conversation.generation, fault)
+        generation = conversation.generation
+        return _Plan(turn, inputs, conversation, played, generation, fault, undeclared)
 
     def _play(
         self,
@@ -243,9 +273,10 @@ class _HarnessInvoker(_ControlPlane):
         plan: _Plan,
         events: list[tuple[str, dict[str, Any]]],
         advance: tuple[int, int, tuple[_ToolUse, ...]],
+        last: bytes | None = None,
     ) -> None:
         """Write a turn's frames; commit it just before its ``messageStop`` goes out, and undo
-        that if the write fails."""
+        that if the write fails. ``last`` is a frame that ends a stream no fault cut."""
         started = time.monotonic()
         fault, conversation = plan.fault, plan.conversation
         count = len(events) if fault is None else fault.cut(len(events))
@@ -271,7 +302,9 @@ class _HarnessInvoker(_ControlPlane):
                 return
             with self._condition:  # once committed, tests may be reading it
                 written.append({event_type: payload})
-        if fault is None:
+        if fault is None and last is not None:
+            _write_last(stream, last)
+        elif fault is None:
             stream.finish()
         elif fault.kind == "stall":
             self._sleep(fault.seconds, stream)

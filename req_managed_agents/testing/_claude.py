@@ -29,15 +29,37 @@ deterministic:
   a ``span.outcome_evaluation_start`` and ``_end`` pair; ``fail_turn`` ends it ``failed``
   without spans;
 * a ``user.define_outcome`` while another outcome is open, or with a ``file`` rubric naming
-  no stored file, is a 400.
+  no stored file, is a 400;
+* ``initial_events`` are accepted, as SDK 2.16 declares them (the service once refused
+  inline events): checked like sent events, logged and played after the session is made;
+* a ``user.message`` sent while a turn plays keeps ``processed_at`` null in the history
+  until its turn begins; the stream carries its echo as accepted (null), once;
+* an agent version pinned at session creation that does not exist is a 404, as
+  ``GET /v1/agents/{id}?version=N`` answers; versions are listed newest first;
+* a built-in toolset answers ``configs`` with all eight tools resolved; a skill without a
+  version pins ``"latest"``; ``self`` in a roster names the agent at the version the
+  create or update makes; a memory store resource mounts at ``/mnt/memory/<name slug>``;
+* a ``session_thread_id`` on an answer must name the thread its tool use was made on (a
+  400 otherwise); an answer without one is echoed with that thread's id;
+* an agent whose model does not take mid-conversation system messages refuses a
+  ``system.message`` with a 400 whose message names
+  ``model_does_not_support_mid_conversation_system``;
+* ``session.thread_status_*`` events are logged for subagent threads only (the primary
+  thread's status is the session's); archiving a thread keeps its status, and a later
+  turn scripted for its name starts a new thread;
+* a session's and a thread's ``stats`` are taken at each status change, so two reads in
+  between answer the same object.
 
 :class:`ClaudeEmulator` is built from layers, one module each: the wire vocabulary
-(``_claude_api``), sessions and paging (``_claude_base``), agents and environments
-(``_claude_agents``), files and session resources (``_claude_files``), the checks of sent
-events (``_claude_inputs``), session events with the scripted-turn player
-(``_claude_player``) and the SSE stream with its live previews (``_claude_stream``). This
+(``_claude_api``), the resolution of configurations into what the API answers
+(``_claude_config``), sessions, threads and paging (``_claude_base``), agents and
+environments (``_claude_agents``), files and session resources (``_claude_files``), vaults
+(``_claude_vaults``), memory stores (``_claude_memory``), the checks of sent events
+(``_claude_inputs``), the scripted-turn player (``_claude_player``), sent events and the
+history (``_claude_events``), the session routes (``_claude_sessions``), the SSE stream with
+its live previews (``_claude_stream``) and the thread routes (``_claude_threads``). This
 module holds the emulator itself: its constructor and test-facing methods, authentication
-and routing, and the session routes.
+and routing.
 """
 
 from __future__ import annotations
@@ -47,26 +69,23 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_agents import _LIST_FIELDS, _AgentsAPI
 from req_managed_agents.testing._claude_api import (
     _ERROR_TYPES,
-    _MAX_RESOURCE_PAGE,
-    _MAX_SESSION_FILES,
     BETA,
+    MEMORY_BETA,
     _APIError,
     _betas,
-    _flag,
     _invalid,
     _is_files_path,
-    _json_object,
+    _is_memory_path,
     _new_id,
-    _reject_unknown,
 )
-from req_managed_agents.testing._claude_base import _Session
-from req_managed_agents.testing._claude_player import Turn, _output_bytes, _SessionPlayer
-from req_managed_agents.testing._claude_stream import _HEARTBEATS, _EventStream
+from req_managed_agents.testing._claude_player import Turn, _output_bytes
+from req_managed_agents.testing._claude_sessions import _SessionsAPI
+from req_managed_agents.testing._claude_stream import _HEARTBEATS
+from req_managed_agents.testing._claude_threads import _thread_view, _ThreadsAPI
 from req_managed_agents.testing._script import ToolCall, as_script, call
-from req_managed_agents.testing._server import Router, query_value, utc_timestamp
+from req_managed_agents.testing._server import Router
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -77,10 +96,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ClaudeEmulator", "ToolCall", "Turn", "call"]
 
-_SESSION_FIELDS = frozenset({"agent", "environment_id", "metadata", "title", "resources"})
 
-
-class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
+class ClaudeEmulator(_ThreadsAPI, _SessionsAPI):
     """A Claude Managed Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction. ``script`` is the default script of agents created
@@ -117,19 +134,31 @@ class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
         self._downloadable_uploads = downloadable_uploads
         # The state the layers declare (see _claude_base).
         self._agents = {}
+        self._agent_versions = {}
         self._agent_scripts = {}
         self._environments = {}
         self._sessions = {}
         self._cursors = {}
         self._files = {}
         self._last_file_time = datetime.min.replace(tzinfo=timezone.utc)
+        self._tokens = {}
+        self._vaults = {}
+        self._credentials = {}
+        self._memory_stores = {}
+        self._memories = {}
         one = r"([A-Za-z0-9_\-]+)"
+        session = f"/v1/sessions/{one}"
+        thread = f"{session}/threads/{one}"
+        vault = f"/v1/vaults/{one}"
+        credential = f"{vault}/credentials/{one}"
+        store = f"/v1/memory_stores/{one}"
         routes: list[tuple[str, str, Callable[..., Any]]] = [
             ("POST", "/v1/agents", self._create_agent),
             ("GET", "/v1/agents", self._list_agents),
             ("GET", f"/v1/agents/{one}", self._get_agent),
             ("POST", f"/v1/agents/{one}", self._update_agent),
             ("POST", f"/v1/agents/{one}/archive", self._archive_agent),
+            ("GET", f"/v1/agents/{one}/versions", self._list_agent_versions),
             ("POST", "/v1/environments", self._create_environment),
             ("GET", "/v1/environments", self._list_environments),
             ("GET", f"/v1/environments/{one}", self._get_environment),
@@ -138,16 +167,46 @@ class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
             ("DELETE", f"/v1/environments/{one}", self._delete_environment),
             ("POST", "/v1/sessions", self._create_session),
             ("GET", "/v1/sessions", self._list_sessions),
-            ("GET", f"/v1/sessions/{one}", self._get_session),
-            ("POST", f"/v1/sessions/{one}/archive", self._archive_session),
-            ("DELETE", f"/v1/sessions/{one}", self._delete_session),
-            ("POST", f"/v1/sessions/{one}/events", self._post_events),
-            ("GET", f"/v1/sessions/{one}/events", self._list_events),
-            ("GET", f"/v1/sessions/{one}/events/stream", self._stream_events),
-            ("POST", f"/v1/sessions/{one}/resources", self._add_resource),
-            ("GET", f"/v1/sessions/{one}/resources", self._list_resources),
-            ("GET", f"/v1/sessions/{one}/resources/{one}", self._get_resource),
-            ("DELETE", f"/v1/sessions/{one}/resources/{one}", self._delete_resource),
+            ("GET", session, self._get_session),
+            ("POST", session, self._update_session),
+            ("POST", f"{session}/archive", self._archive_session),
+            ("DELETE", session, self._delete_session),
+            ("POST", f"{session}/events", self._post_events),
+            ("GET", f"{session}/events", self._list_events),
+            ("GET", f"{session}/events/stream", self._stream_events),
+            ("POST", f"{session}/resources", self._add_resource),
+            ("GET", f"{session}/resources", self._list_resources),
+            ("GET", f"{session}/resources/{one}", self._get_resource),
+            ("POST", f"{session}/resources/{one}", self._update_resource),
+            ("DELETE", f"{session}/resources/{one}", self._delete_resource),
+            ("GET", f"{session}/threads", self._list_threads),
+            ("GET", thread, self._get_thread),
+            ("POST", f"{thread}/archive", self._archive_thread),
+            ("GET", f"{thread}/events", self._list_thread_events),
+            ("GET", f"{thread}/stream", self._stream_thread),
+            ("POST", "/v1/vaults", self._create_vault),
+            ("GET", "/v1/vaults", self._list_vaults),
+            ("GET", vault, self._get_vault),
+            ("POST", vault, self._update_vault),
+            ("DELETE", vault, self._delete_vault),
+            ("POST", f"{vault}/archive", self._archive_vault),
+            ("POST", f"{vault}/credentials", self._create_credential),
+            ("GET", f"{vault}/credentials", self._list_credentials),
+            ("GET", credential, self._get_credential),
+            ("POST", credential, self._update_credential),
+            ("DELETE", credential, self._delete_credential),
+            ("POST", f"{credential}/archive", self._archive_credential),
+            ("POST", "/v1/memory_stores", self._create_memory_store),
+            ("GET", "/v1/memory_stores", self._list_memory_stores),
+            ("GET", store, self._get_memory_store),
+            ("POST", store, self._update_memory_store),
+            ("DELETE", store, self._delete_memory_store),
+            ("POST", f"{store}/archive", self._archive_memory_store),
+            ("POST", f"{store}/memories", self._create_memory),
+            ("GET", f"{store}/memories", self._list_memories),
+            ("GET", f"{store}/memories/{one}", self._get_memory),
+            ("POST", f"{store}/memories/{one}", self._update_memory),
+            ("DELETE", f"{store}/memories/{one}", self._delete_memory),
             ("POST", "/v1/files", self._upload_file),
             ("GET", "/v1/files", self._list_files),
             ("GET", f"/v1/files/{one}", self._get_file),
@@ -277,10 +336,22 @@ class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
 
     # --- observation for tests --------------------------------------------------------------
 
-    def events(self, session_id: str) -> list[dict[str, Any]]:
-        """The session's event log, oldest first (a copy; kept after the session is deleted)."""
+    def events(self, session_id: str, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """The session's event log, oldest first (a copy; kept after the session is
+        deleted), or the log of one of its threads."""
         with self._condition:
-            return copy.deepcopy(self._known_session(session_id).log)
+            session = self._known_session(session_id)
+            if thread_id is None:
+                return copy.deepcopy(session.log)
+            if thread_id not in session.threads:
+                raise KeyError(f"no thread {thread_id!r} in session {session_id!r}")
+            return copy.deepcopy(session.threads[thread_id].log)
+
+    def threads(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's threads as the API shows them, the primary one first (copies)."""
+        with self._condition:
+            session = self._known_session(session_id)
+            return [_thread_view(session, t) for t in session.threads.values()]
 
     def session_ids(self) -> list[str]:
         """Ids of every session created so far, oldest first."""
@@ -341,7 +412,11 @@ class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
             raise _APIError(401, "invalid x-api-key")
         if "anthropic-version" not in request.headers:
             raise _invalid("anthropic-version: header is required")
-        if BETA not in _betas(request) and not _is_files_path(request.path):
+        betas = _betas(request)
+        if _is_memory_path(request.path):
+            if not betas & {BETA, MEMORY_BETA}:
+                raise _APIError(404, f"Not found (memory stores need the beta {MEMORY_BETA})")
+        elif BETA not in betas and not _is_files_path(request.path):
             raise _APIError(404, f"Not found (this API needs the anthropic-beta header {BETA})")
 
     def _route(self, request: RecordedRequest) -> tuple[Callable[..., Any], tuple[str, ...]]:
@@ -349,120 +424,3 @@ class ClaudeEmulator(_SessionPlayer, _EventStream, _AgentsAPI):
         if found is None:
             raise _APIError(404, f"no route for {request.method} {request.path}")
         return found
-
-    # --- sessions -------------------------------------------------------------------------
-
-    def _create_session(self, exchange: Exchange) -> dict[str, Any]:
-        body = _json_object(exchange.request)
-        if "events" in body or "initial_events" in body:
-            raise _invalid(
-                "events: Extra inputs are not permitted (create the session bare, open its"
-                " stream, then POST /v1/sessions/{id}/events)"
-            )
-        _reject_unknown(body, _SESSION_FIELDS)
-        reference = body.get("agent")
-        agent_id = reference.get("id") if isinstance(reference, dict) else reference
-        if not isinstance(agent_id, str):
-            raise _invalid("agent: Field required (an agent id or {type, id, version})")
-        environment_id = body.get("environment_id")
-        if not isinstance(environment_id, str):
-            raise _invalid("environment_id: Field required")
-        resources = body.get("resources") or []
-        if not isinstance(resources, list):
-            raise _invalid("resources: Input should be a valid list")
-        if len(resources) > _MAX_SESSION_FILES:
-            raise _invalid(f"resources: a session can have at most {_MAX_SESSION_FILES} files")
-        with self._condition:
-            agent = self._agent(agent_id)
-            environment = self._environment(environment_id)
-            if agent["archived_at"]:
-                raise _invalid(f"agent {agent_id!r} is archived")
-            if environment["archived_at"]:
-                raise _invalid(f"environment {environment_id!r} is archived")
-            # All checked before anything is made, so a bad entry leaves no stray copies.
-            mounts = [
-                self._file_resource(spec, f"resources[{i}].") for i, spec in enumerate(resources)
-            ]
-            now = utc_timestamp()
-            snapshot_keys = ("id", "type", "name", "version", "model", "system", "description")
-            session_id = _new_id("sesn")
-            record: dict[str, Any] = {
-                "id": session_id,
-                "type": "session",
-                "status": "idle",
-                "agent": {key: agent[key] for key in (*snapshot_keys, *_LIST_FIELDS)},
-                "environment_id": environment_id,
-                "title": body.get("title"),
-                "metadata": dict(body.get("metadata") or {}),
-                "resources": [],
-                "outcome_evaluations": [],
-                "vault_ids": [],
-                "budget": None,
-                "usage": {
-                    "input_tokens": 0,
-                    "output_tokens": 0,
-                    "cache_read_input_tokens": 0,
-                    "cache_creation": {
-                        "ephemeral_5m_input_tokens": 0,
-                        "ephemeral_1h_input_tokens": 0,
-                    },
-                },
-                "created_at": now,
-                "updated_at": now,
-                "archived_at": None,
-            }
-            session = _Session(record, self._agent_scripts[agent_id])
-            self._sessions[session_id] = session
-            for source, mount_path in mounts:
-                self._mount(session, source, mount_path)
-            return copy.deepcopy(record)
-
-    def _get_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._condition:
-            return copy.deepcopy(self._live_session(session_id).record)
-
-    def _list_sessions(self, exchange: Exchange) -> dict[str, Any]:
-        request = exchange.request
-        archived = _flag(request, "include_archived")
-        agent_id = query_value(request, "agent_id")
-        order = query_value(request, "order") or "desc"
-        if order not in ("asc", "desc"):
-            raise _invalid("order: must be 'asc' or 'desc'")
-        with self._condition:
-            records = [
-                s.record
-                for s in self._sessions.values()
-                if not s.deleted
-                and (archived or not s.record["archived_at"])
-                and agent_id in (None, s.record["agent"]["id"])
-            ]
-            if order == "desc":
-                records.reverse()
-            return self._page(
-                request,
-                records,
-                scope=f"sessions:{order}:{archived}:{agent_id}",
-                max_limit=_MAX_RESOURCE_PAGE,
-                with_prev=True,
-            )
-
-    def _archive_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._condition:
-            session = self._live_session(session_id)
-            if session.status == "running":
-                raise _invalid("a running session cannot be archived; interrupt it first")
-            if not session.record["archived_at"]:
-                session.record["archived_at"] = utc_timestamp()
-                self._set_status(session, "terminated")
-            return copy.deepcopy(session.record)
-
-    def _delete_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._condition:
-            session = self._live_session(session_id)
-            if session.status == "running":
-                raise _invalid("a running session cannot be deleted; interrupt it first")
-            session.deleted = True
-            self._append(session, {"type": "session.deleted"})
-            self._delete_session_files(session)
-        return {"id": session_id, "type": "session_deleted"}

@@ -1,10 +1,13 @@
 """Files of the Claude emulator: the Files API and the session resources that mount files.
 
-The Files API stores uploads (``POST /v1/files``, multipart), lists them (newest first, by
-``scope_id`` too), answers their metadata, serves the content of downloadable ones and
-deletes them. A session resource mounts a read-only copy of a file, with a file id of its
-own, under ``/mnt/session/uploads``; the files a session's agent writes to
-``/mnt/session/outputs/`` are stored here as downloadable files scoped to the session.
+The Files API stores uploads (``POST /v1/files``, multipart, with an optional
+``expires_in_seconds``), lists them (newest first, by ``scope_id`` and by ``ids[]`` too),
+answers their metadata, serves the content of downloadable ones and deletes them. A session
+resource mounts a read-only copy of a file, with a file id of its own, under
+``/mnt/session/uploads`` (only file resources can be added to a running session, and only
+they can be removed: a repository stays for the session's lifetime); the files a session's
+agent writes to ``/mnt/session/outputs/`` are stored here as downloadable files scoped to
+the session.
 """
 
 from __future__ import annotations
@@ -32,12 +35,16 @@ from req_managed_agents.testing._server import parse_form_data, query_value, utc
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._claude_base import _Session
-    from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing._server import Exchange, FormPart
 
 _FILE_RESOURCE_FIELDS = frozenset({"type", "file_id", "mount_path"})
 
 # Mount paths are rooted here; the agent reads its inputs from this directory.
 _UPLOADS_DIR = "/mnt/session/uploads"
+# How long an upload may be asked to live (seconds).
+_MIN_EXPIRY = 3600
+_MAX_EXPIRY = 7_776_000
+_MAX_IDS = 100  # file ids one list may filter by
 
 
 def _mount_path(mount_path: Any, file_id: str, where: str) -> str:
@@ -50,6 +57,17 @@ def _mount_path(mount_path: Any, file_id: str, where: str) -> str:
     if path == "/":
         raise _invalid(f"{where}mount_path: must name a file")
     return _UPLOADS_DIR + path
+
+
+def _expiry(parts: list[FormPart]) -> str | None:
+    """When an upload expires: ``expires_in_seconds`` (3600 to 7776000) from now, if given."""
+    values = [part.data for part in parts if part.name == "expires_in_seconds"]
+    if not values:
+        return None
+    text = values[0].decode("ascii", "replace").strip()
+    if not text.isdigit() or not _MIN_EXPIRY <= int(text) <= _MAX_EXPIRY:
+        raise _invalid(f"expires_in_seconds: an integer from {_MIN_EXPIRY} to {_MAX_EXPIRY}")
+    return utc_timestamp(datetime.now(timezone.utc) + timedelta(seconds=int(text)))
 
 
 @dataclass
@@ -126,8 +144,10 @@ class _FilesAPI(_ClaudeBase):
         except ValueError as error:
             raise _invalid(f"the body must be multipart/form-data: {error}") from None
         for part in parts:
-            if part.name not in ("file", "purpose"):  # purpose: sent by some clients, unused
+            # purpose: sent by some clients, unused; expires_in_seconds: SDK 2.16.
+            if part.name not in ("file", "purpose", "expires_in_seconds"):
                 raise _invalid(f"{part.name}: Extra inputs are not permitted")
+        expires_at = _expiry(parts)
         uploads = [part for part in parts if part.name == "file"]
         if len(uploads) != 1:
             raise _invalid("file: exactly one file part is required")
@@ -144,6 +164,8 @@ class _FilesAPI(_ClaudeBase):
                 upload.data,
                 downloadable=self._downloadable_uploads,
             )
+            if expires_at is not None:
+                stored.record["expires_at"] = expires_at
             return dict(stored.record)
 
     def _list_files(self, exchange: Exchange) -> dict[str, Any]:
@@ -153,9 +175,14 @@ class _FilesAPI(_ClaudeBase):
             raise _invalid(
                 f"scope_id: listing a session's files needs the anthropic-beta header {BETA}"
             )
+        ids = {*request.query.get("ids[]", []), *request.query.get("ids", [])}
+        if len(ids) > _MAX_IDS:
+            raise _invalid(f"ids: at most {_MAX_IDS} file ids")
         with self._condition:
             newest_first = [
-                f.record for f in reversed(self._files.values()) if scope_id in (None, f.scope_id)
+                f.record
+                for f in reversed(self._files.values())
+                if scope_id in (None, f.scope_id) and (not ids or f.record["id"] in ids)
             ]
             return self._page(
                 request, newest_first, scope=f"files:{scope_id}", max_limit=_MAX_FILES_PAGE
@@ -181,7 +208,7 @@ class _FilesAPI(_ClaudeBase):
 
     def _delete_session_files(self, session: _Session) -> None:
         """Delete what goes with a deleted session: its outputs and its mounted copies."""
-        mounted = {r["file_id"] for r in session.record["resources"]}
+        mounted = {r.get("file_id") for r in session.record["resources"]}
         for file_id, stored in list(self._files.items()):
             if stored.scope_id == session.record["id"] or file_id in mounted:
                 del self._files[file_id]
@@ -194,7 +221,9 @@ class _FilesAPI(_ClaudeBase):
         ``where`` prefixes field names in messages (``"resources[0]."`` at session creation).
         """
         if not isinstance(spec, dict) or spec.get("type") != "file":
-            raise _invalid(f"{where}type: the emulator supports only 'file' resources")
+            raise _invalid(
+                f"{where}type: Input should be 'file', 'github_repository' or 'memory_store'"
+            )
         for key in spec:
             if key not in _FILE_RESOURCE_FIELDS:
                 raise _invalid(f"{where}{key}: Extra inputs are not permitted")
@@ -227,7 +256,7 @@ class _FilesAPI(_ClaudeBase):
     def _resource(self, session: _Session, resource_id: str) -> dict[str, Any]:
         resources: list[dict[str, Any]] = session.record["resources"]
         for resource in resources:
-            if resource["id"] == resource_id:
+            if resource.get("id") == resource_id:  # a memory store resource has no id
                 return resource
         raise _not_found("session resource", resource_id)
 
@@ -235,6 +264,8 @@ class _FilesAPI(_ClaudeBase):
         body = _json_object(exchange.request)
         with self._condition:
             session = self._live_session(session_id)
+            if body.get("type") != "file":
+                raise _invalid("type: only 'file' resources can be added to a running session")
             source, mount_path = self._file_resource(body, "")
             if len(session.record["resources"]) >= _MAX_SESSION_FILES:
                 raise _invalid(f"a session can have at most {_MAX_SESSION_FILES} files")
@@ -263,6 +294,8 @@ class _FilesAPI(_ClaudeBase):
         with self._condition:
             session = self._live_session(session_id)
             resource = self._resource(session, resource_id)
+            if resource["type"] != "file":
+                raise _invalid("a repository stays mounted for the session's lifetime")
             session.record["resources"].remove(resource)
             self._files.pop(resource["file_id"], None)  # the session's copy goes with it
         return {"id": resource_id, "type": "session_resource_deleted"}

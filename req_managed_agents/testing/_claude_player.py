@@ -1,15 +1,18 @@
-"""The scripted-turn player of the Claude emulator: a session's events in, turns, events out.
+"""The scripted-turn player of the Claude emulator: a session's inputs in, turns, events out.
 
-Events sent to a session (``POST /v1/sessions/{id}/events``) are checked
-(``_claude_inputs``), echoed into its log and acted on. An input plays the session's next
-:class:`Turn` on a background thread (queued while a turn plays): a ``user.message``, a
-``user.define_outcome``, or the last of the answers a paused turn waits for (a result per
-custom tool use, a ``user.tool_confirmation`` per server tool use whose permission is
-``ask``). A turn logs its events in the order the service does and ends idle (``end_turn``,
-or ``requires_action`` naming what it waits for), terminated or in error. While an outcome
-is worked toward, a grader evaluates each turn that would end ``end_turn``; a
-``needs_revision`` verdict plays the next turn at once. Interrupts, ``fail_turn``,
-termination and closing the emulator cut a turn short.
+An input plays the session's next :class:`Turn` on a background thread (queued while a turn
+plays): a ``user.message``, a ``user.define_outcome``, or the last of the answers a paused
+turn waits for (``_claude_events`` takes them in). A turn logs its events in the order the
+service does and ends idle (``end_turn``, or ``requires_action`` naming what it waits for),
+terminated or in error. While an outcome is worked toward, a grader evaluates each turn
+that would end ``end_turn``; a ``needs_revision`` verdict plays the next turn at once.
+Interrupts, ``fail_turn``, termination and closing the emulator cut a turn short.
+
+A turn with a ``thread`` is played by a subagent on a session thread of that name: the
+coordinator delegates the turn's input to it (``session.thread_created`` the first time,
+``agent.thread_message_sent``), the thread logs its own events, its tool uses that need the
+client are cross-posted to the primary log with ``session_thread_id``, and when it ends its
+turn it reports back (``agent.thread_message_received`` on the primary thread).
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import _MAX_EVENTS_PAGE, _invalid, _json_object, _new_id
+from req_managed_agents.testing._claude_api import _new_id
 from req_managed_agents.testing._claude_base import _Awaited, _Input, _Outcome
 from req_managed_agents.testing._claude_files import _FilesAPI
-from req_managed_agents.testing._claude_inputs import DEFAULT_ITERATIONS, check_event
+from req_managed_agents.testing._claude_inputs import DEFAULT_ITERATIONS
 from req_managed_agents.testing._script import scripted_text
 from req_managed_agents.testing._server import utc_timestamp
 
@@ -30,9 +33,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable, Literal
 
-    from req_managed_agents.testing._claude_base import _Session
+    from req_managed_agents.testing._claude_base import _Session, _Thread
     from req_managed_agents.testing._script import ToolCall
-    from req_managed_agents.testing._server import Exchange
 
 _ENDS = ("end_turn", "terminated", "error")
 _VERDICTS = ("satisfied", "needs_revision", "failed")
@@ -51,7 +53,6 @@ _EVALUATIONS: dict[str, dict[str, Any]] = {
     "ask": {"type": "always_ask"},
     "deny": {"type": "auto", "evaluated_permission": {"type": "deny", "reason_code": "high_risk"}},
 }
-_ANSWERS = ("user.custom_tool_result", "user.tool_confirmation")
 
 
 @dataclass(frozen=True)
@@ -59,19 +60,22 @@ class Turn:
     """One scripted agent turn, played when the session gets its next input.
 
     ``text`` may be a function of the texts that triggered the turn: the user message (or the
-    outcome's description); the custom tool results in call order followed by
-    ``"allowed"`` or ``"denied"`` / ``"denied: <deny_message>"`` per confirmed server tool
-    call in call order; or, in an outcome's revision, the grader's explanation.
-    ``usage`` is ``(input_tokens, output_tokens)``. ``delay`` is how long the turn "thinks"
-    after it starts; ``thinking`` logs an ``agent.thinking`` before the message.
-    ``server_tool_calls`` run on the service (see :class:`ToolCall` for their permissions);
-    ``tool_calls`` are custom tools the client runs. ``end`` picks the ending:
-    ``"end_turn"`` (idle; ``requires_action`` when there are custom tool calls or server
-    calls that ask for permission), ``"terminated"`` or ``"error"`` (a terminal
-    ``session.error``, then terminated). ``outputs`` maps file names to the bytes the agent
-    writes under ``/mnt/session/outputs/``; each becomes a downloadable file scoped to the
-    session before the turn's final status event. ``evaluation`` and ``explanation`` are the
-    grader's verdict on the turn when it ends an outcome's iteration.
+    outcome's description); the custom tool results (and self-hosted tool results) in call
+    order followed by ``"allowed"`` or ``"denied"`` / ``"denied: <deny_message>"`` per
+    confirmed server tool call in call order; or, in an outcome's revision, the grader's
+    explanation. ``usage`` is ``(input_tokens, output_tokens)``. ``delay`` is how long the
+    turn "thinks" after it starts; ``thinking`` logs an ``agent.thinking`` before the
+    message. ``server_tool_calls`` run on the service (see :class:`ToolCall` for their
+    permissions; in a self-hosted environment an allowed built-in tool call waits for the
+    client's ``user.tool_result`` instead); ``tool_calls`` are custom tools the client runs.
+    ``end`` picks the ending: ``"end_turn"`` (idle; ``requires_action`` when calls wait on
+    the client), ``"terminated"`` or ``"error"`` (a terminal ``session.error``, then
+    terminated). ``outputs`` maps file names to the bytes the agent writes under
+    ``/mnt/session/outputs/``; each becomes a downloadable file scoped to the session before
+    the turn's final status event. ``evaluation`` and ``explanation`` are the grader's
+    verdict on the turn when it ends an outcome's iteration. ``thread`` names the subagent
+    that plays the turn on a session thread of its own (None: the coordinator, on the
+    primary thread); consecutive turns of one name continue the same thread.
     """
 
     text: str | Callable[[list[str]], str] = ""
@@ -84,6 +88,7 @@ class Turn:
     thinking: bool = False
     evaluation: Literal["satisfied", "needs_revision", "failed"] = "satisfied"
     explanation: str = ""
+    thread: str | None = None
 
     def __post_init__(self) -> None:
         if self.end not in _ENDS:
@@ -92,6 +97,8 @@ class Turn:
             raise ValueError(f"evaluation must be one of {_VERDICTS}, not {self.evaluation!r}")
         if self.delay < 0:
             raise ValueError("delay must not be negative")
+        if self.thread is not None and (not isinstance(self.thread, str) or not self.thread):
+            raise ValueError("thread must name a subagent (or be None)")
         # Tuples, so a script cannot change under a running session.
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         object.__setattr__(self, "server_tool_calls", tuple(self.server_tool_calls))
@@ -109,14 +116,6 @@ def _output_bytes(name: Any, data: Any) -> bytes:
     if not isinstance(data, (bytes, bytearray)):
         raise TypeError(f"output {name!r} must be bytes, not {type(data).__name__}")
     return bytes(data)
-
-
-def _text_of(content: Any) -> str:
-    """The text blocks of a content list, joined; what a scripted turn receives as input."""
-    if not isinstance(content, list):
-        return ""
-    blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
-    return "\n".join(str(b.get("text", "")) for b in blocks)
 
 
 def _tool_use(call: ToolCall) -> dict[str, Any]:
@@ -154,123 +153,56 @@ def _span_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     }
 
 
+def _texts(texts: Sequence[str]) -> list[dict[str, str]]:
+    return [{"type": "text", "text": "\n".join(texts)}]
+
+
 class _SessionPlayer(_FilesAPI):
-    """Session events (sent and logged) and the playing of scripted turns."""
+    """The logging of session events and the playing of scripted turns."""
 
-    # --- events ---------------------------------------------------------------------------
+    # --- logging --------------------------------------------------------------------------
 
-    def _post_events(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        body = _json_object(exchange.request)
-        if "events" not in body:
-            raise _invalid("events: Field required (send {'events': [...]})")
-        events = body["events"]
-        if not isinstance(events, list):
-            raise _invalid("events: Input should be a valid list")
-        if not events:
-            raise _invalid("events: value must contain at least 1 item")
-        with self._condition:
-            session = self._live_session(session_id)
-            if session.record["archived_at"]:
-                raise _invalid("the session is archived")
-            if session.status == "terminated":
-                raise _invalid("the session is terminated")
-            for index, event in enumerate(events):
-                check_event(session, index, event, events[:index], self._files.__contains__)
-            echoes = [self._accept(session, event) for event in events]
-            answering = any(event["type"] in _ANSWERS for event in events)
-            if answering and not session.busy and session.awaiting:
-                # Some of the awaited answers are still missing: idle again, naming them.
-                missing = [use_id for use_id, a in session.awaiting.items() if a.answer is None]
-                self._finish_turn(session, {"type": "requires_action", "event_ids": missing})
-            return {"data": copy.deepcopy(echoes)}
-
-    def _accept(self, session: _Session, event: dict[str, Any]) -> dict[str, Any]:
-        """Log a checked user event and act on it; return its echo."""
-        kind = event["type"]
-        if kind == "user.define_outcome":
-            event = {**event, "outcome_id": _new_id("outc")}
-        echo = self._append(session, event)
-        if kind == "user.message":
-            self._give_input(session, _Input([_text_of(event["content"])]))
-        elif kind == "user.define_outcome":
-            self._define_outcome(session, echo)
-        elif kind == "user.custom_tool_result":
-            use_id = event["custom_tool_use_id"]
-            session.answered.add(use_id)
-            awaited = session.awaiting.get(use_id)
-            if awaited is not None:  # an interrupt earlier in the request may have ended it
-                awaited.answer = _text_of(event.get("content"))
-                self._resume_if_answered(session)
-        elif kind == "user.tool_confirmation":
-            self._confirm(session, event)
-        elif kind == "user.interrupt":
-            self._interrupt(session)
-        return echo
-
-    def _confirm(self, session: _Session, event: dict[str, Any]) -> None:
-        use_id = event["tool_use_id"]
-        session.answered.add(use_id)
-        awaited = session.awaiting.get(use_id)
-        if awaited is None or awaited.call is None:
-            return  # an interrupt earlier in the request ended the wait
-        if event["result"] == "allow":
-            awaited.answer = "allowed"
-            awaited.result = _tool_result(awaited.call, use_id, awaited.call.result, is_error=False)
-        else:
-            message = event.get("deny_message")
-            awaited.answer = f"denied: {message}" if message else "denied"
-            awaited.result = _denial(awaited.call, use_id, message)
-        self._resume_if_answered(session)
-
-    def _resume_if_answered(self, session: _Session) -> None:
-        """Once every awaited answer is in, play the next turn: it opens with the results of
-        the confirmed calls and receives the custom results, then the confirmations."""
-        awaited = list(session.awaiting.values())
-        answers = [a.answer for a in awaited if a.answer is not None]
-        if len(answers) < len(awaited):
-            return
-        session.awaiting = {}
-        customs = [a.answer for a in awaited if a.call is None and a.answer is not None]
-        confirmed = [a for a in awaited if a.call is not None]
-        texts = customs + [a.answer for a in confirmed if a.answer is not None]
-        opening = tuple(a.result for a in confirmed if a.result is not None)
-        self._give_input(session, _Input(texts, opening))
-
-    def _interrupt(self, session: _Session) -> None:
-        """Stop the running turn, or end the wait of a paused one; an idle session that waits
-        for nothing ignores it."""
-        if session.busy:
-            session.interrupted = True
-        elif session.awaiting:
-            session.awaiting = {}
-            self._interrupt_outcome(session)
-            self._finish_turn(session, {"type": "end_turn"})
-
-    def _list_events(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._condition:
-            session = self._live_session(session_id)
-            return self._page(
-                exchange.request,
-                session.log,
-                scope=f"events:{session_id}",
-                max_limit=_MAX_EVENTS_PAGE,
-            )
-
-    def _append(self, session: _Session, event: Mapping[str, Any]) -> dict[str, Any]:
+    def _append(
+        self,
+        session: _Session,
+        event: Mapping[str, Any],
+        *,
+        thread: _Thread | None = None,
+        cross_post: bool = False,
+        processed: bool = True,
+    ) -> dict[str, Any]:
+        """Log an event, with a new id: to the primary log, or to a subagent ``thread``'s
+        (and to the primary one as well with ``cross_post``). A queued user event is logged
+        unprocessed (``processed_at`` null) until its turn begins."""
         fields = {k: v for k, v in event.items() if k not in ("type", "id", "processed_at")}
         logged = {
             "type": event["type"],
             "id": _new_id("sevt"),
             **fields,
-            "processed_at": utc_timestamp(),
+            "processed_at": utc_timestamp() if processed else None,
         }
-        session.log.append(logged)
+        if thread is None or thread.primary:
+            session.log.append(logged)
+        else:
+            thread.log.append(logged)
+            if cross_post:
+                session.log.append(logged)
         self._condition.notify_all()
         return logged
 
     def _set_status(self, session: _Session, status: str) -> None:
-        session.record["status"] = status
-        session.record["updated_at"] = utc_timestamp()
+        now = utc_timestamp()
+        session.clock.set_running(status == "running")
+        if status == "terminated":
+            session.clock.frozen = session.clock.stats()["duration_seconds"]
+        stats = session.clock.stats()
+        session.record.update(status=status, updated_at=now, stats=stats)
+        session.primary.record.update(status=status, updated_at=now, stats=dict(stats))
+
+    def _set_thread_status(self, thread: _Thread, status: str) -> None:
+        thread.clock.set_running(status == "running")
+        stats = {**thread.clock.stats(), "startup_seconds": 0.0}
+        thread.record.update(status=status, updated_at=utc_timestamp(), stats=stats)
 
     # --- playing the script ---------------------------------------------------------------
 
@@ -285,9 +217,11 @@ class _SessionPlayer(_FilesAPI):
         session.busy = True
         session.interrupted = False
         self._set_status(session, "running")
+        for echo in given.echoes:  # queued user events are processed as their turn begins
+            echo["processed_at"] = utc_timestamp()
         self._append(session, {"type": "session.status_running"})
-        for event in given.opening:
-            self._append(session, event)
+        for thread, event in given.opening:
+            self._append(session, event, thread=thread)
         if given.outcome is not None:
             session.outcome = given.outcome
             given.outcome.record["result"] = "running"
@@ -296,7 +230,9 @@ class _SessionPlayer(_FilesAPI):
     def _scripted_turn(self, session: _Session) -> Turn:
         played = session.turns_played
         session.turns_played += 1
-        return session.script[played] if played < len(session.script) else _SCRIPT_FINISHED
+        turn = session.script[played] if played < len(session.script) else _SCRIPT_FINISHED
+        session.turn_name = turn.thread
+        return turn
 
     def _run_turns(self, session: _Session, turn: Turn, inputs: list[str]) -> None:
         """The session's worker: play turns until no input is queued."""
@@ -346,7 +282,7 @@ class _SessionPlayer(_FilesAPI):
             elif failure:
                 self._fail(session, failure)
             else:
-                revision = self._emit_turn(session, turn, text)
+                revision = self._emit_turn(session, turn, text, inputs)
             return self._next_turn(session, revision)
 
     def _cut_turn(self, session: _Session) -> None:
@@ -357,42 +293,149 @@ class _SessionPlayer(_FilesAPI):
             session.gave_up = False
         elif session.interrupted and not self._stopping and session.status != "terminated":
             self._interrupt_outcome(session)
+            self._idle_thread(session, {"type": "end_turn"})
+            session.turn_thread = None
             self._finish_turn(session, {"type": "end_turn"})
 
-    def _emit_turn(self, session: _Session, turn: Turn, text: str) -> list[str] | None:
-        """Log a played turn and how it ends; return the input of the revision it calls for."""
-        start = self._append(session, {"type": "span.model_request_start"})
-        if turn.thinking:
-            self._append(session, {"type": "agent.thinking"})
-        if text:
-            self._append(
-                session, {"type": "agent.message", "content": [{"type": "text", "text": text}]}
+    # --- threads --------------------------------------------------------------------------
+
+    def _thread_agent(self, session: _Session, name: str) -> dict[str, Any]:
+        """The agent a subagent thread of this name runs: the roster agent of that name in
+        the coordinator's multiagent configuration, else an inline copy of the coordinator."""
+        agent = session.record["agent"]
+        multiagent = agent.get("multiagent") or {}
+        roster = list(multiagent.get("agents", []))
+        for key in ("subagents", "workflows"):
+            roster += multiagent.get(key, {}).get("predefined_agents", [])
+        for member in roster:
+            if member.get("type") == "agent" and member.get("name") == name:
+                return copy.deepcopy(dict(member))
+        keys = ("description", "system", "model", "tools", "mcp_servers", "skills")
+        inline = {key: copy.deepcopy(agent[key]) for key in keys}
+        inline["execution_identity"] = copy.deepcopy(agent["execution_identity"])
+        return {"type": "inline", "name": name, **inline}
+
+    def _enter_thread(self, session: _Session, name: str, inputs: list[str]) -> _Thread:
+        """Start the thread's turn: the coordinator delegates the input to it (creating the
+        thread the first time), unless it resumes the thread that paused the last turn."""
+        thread = session.turn_thread
+        if thread is None or thread.name != name or thread.record["archived_at"]:
+            thread = next(
+                (
+                    t
+                    for t in session.threads.values()
+                    if not t.primary and t.name == name and not t.record["archived_at"]
+                ),
+                None,
             )
+            if thread is None:
+                thread = session.new_thread(self._thread_agent(session, name))
+                self._append(
+                    session,
+                    {
+                        "type": "session.thread_created",
+                        "session_thread_id": thread.id,
+                        "agent_name": name,
+                    },
+                )
+            content = _texts(inputs)
+            self._append(
+                session,
+                {
+                    "type": "agent.thread_message_sent",
+                    "content": content,
+                    "to_session_thread_id": thread.id,
+                    "to_agent_name": name,
+                },
+            )
+            delegated = True
+        else:
+            delegated = False
+        self._set_thread_status(thread, "running")
+        self._append_thread_status(session, thread, "session.thread_status_running")
+        if delegated:
+            self._append(
+                session,
+                {
+                    "type": "agent.thread_message_received",
+                    "content": _texts(inputs),
+                    "from_session_thread_id": session.primary.id,
+                    "from_agent_name": session.record["agent"]["name"],
+                },
+                thread=thread,
+            )
+        session.turn_thread = thread
+        return thread
+
+    def _append_thread_status(
+        self, session: _Session, thread: _Thread, kind: str, **fields: Any
+    ) -> None:
+        event = {"type": kind, "session_thread_id": thread.id, "agent_name": thread.name}
+        self._append(session, {**event, **fields}, thread=thread, cross_post=True)
+
+    def _idle_thread(self, session: _Session, stop_reason: dict[str, Any]) -> None:
+        """The running subagent thread, if any, goes idle (the session follows)."""
+        thread = session.turn_thread
+        if thread is not None and thread.record["status"] == "running":
+            self._set_thread_status(thread, "idle")
+            self._append_thread_status(
+                session, thread, "session.thread_status_idle", stop_reason=stop_reason
+            )
+
+    # --- a played turn --------------------------------------------------------------------
+
+    def _emit_turn(
+        self, session: _Session, turn: Turn, text: str, inputs: list[str]
+    ) -> list[str] | None:
+        """Log a played turn and how it ends; return the input of the revision it calls for."""
+        thread = None
+        if turn.thread is not None:
+            thread = self._enter_thread(session, turn.thread, inputs)
+        else:
+            session.turn_thread = None
+        start = self._append(session, {"type": "span.model_request_start"}, thread=thread)
+        if turn.thinking:
+            self._append(session, {"type": "agent.thinking"}, thread=thread)
+        if text:
+            message = {"type": "agent.message", "content": [{"type": "text", "text": text}]}
+            self._append(session, message, thread=thread)
         awaiting: dict[str, _Awaited] = {}
         for server_call in turn.server_tool_calls:
-            use_id = self._append(session, _tool_use(server_call))["id"]
+            waits_result = (
+                session.self_hosted
+                and server_call.permission == "allow"
+                and server_call.mcp_server is None
+            )
+            use = _tool_use(server_call)
+            waits = server_call.permission == "ask" or waits_result
+            if thread is not None and waits:
+                use["session_thread_id"] = thread.id
+            use_id = self._append(session, use, thread=thread, cross_post=waits)["id"]
             if server_call.permission == "ask":
-                awaiting[use_id] = _Awaited(server_call)
+                awaiting[use_id] = _Awaited("confirm", server_call, thread)
+            elif waits_result:
+                awaiting[use_id] = _Awaited("result", server_call, thread)
             elif server_call.permission == "deny":
-                self._append(session, _denial(server_call, use_id))
+                self._append(session, _denial(server_call, use_id), thread=thread)
             else:
                 result = _tool_result(server_call, use_id, server_call.result, is_error=False)
-                self._append(session, result)
+                self._append(session, result, thread=thread)
         input_tokens, output_tokens = turn.usage
-        self._append(
-            session,
-            {
-                "type": "span.model_request_end",
-                "model_request_start_id": start["id"],
-                "is_error": False,
-                "model_usage": _span_usage(input_tokens, output_tokens),
-            },
-        )
-        self._add_usage(session, input_tokens, output_tokens)
+        end = {
+            "type": "span.model_request_end",
+            "model_request_start_id": start["id"],
+            "is_error": False,
+            "model_usage": _span_usage(input_tokens, output_tokens),
+        }
+        self._append(session, end, thread=thread)
+        self._add_usage(session, input_tokens, output_tokens, thread)
         for custom_call in turn.tool_calls:
-            use: dict[str, Any] = {"type": "agent.custom_tool_use", "name": custom_call.name}
+            use = {"type": "agent.custom_tool_use", "name": custom_call.name}
             use["input"] = dict(custom_call.input)
-            awaiting[self._append(session, use)["id"]] = _Awaited()
+            if thread is not None:
+                use["session_thread_id"] = thread.id
+            use_id = self._append(session, use, thread=thread, cross_post=True)["id"]
+            awaiting[use_id] = _Awaited("custom", thread=thread)
         session.awaiting = awaiting
         for name, data in turn.outputs.items():
             self._write_output(session, name, data)
@@ -403,21 +446,46 @@ class _SessionPlayer(_FilesAPI):
             self._append_usage(session)
             self._fail(session, "scripted error")
         elif awaiting:
-            self._finish_turn(session, {"type": "requires_action", "event_ids": list(awaiting)})
-        elif session.outcome is not None and not session.outcome.final:
-            revision = self._evaluate(session, session.outcome, turn)
-            if revision is not None:
-                return revision
-            self._finish_turn(session, {"type": "end_turn"})
+            stop_reason = {"type": "requires_action", "event_ids": list(awaiting)}
+            self._idle_thread(session, stop_reason)
+            self._finish_turn(session, stop_reason)
         else:
-            session.outcome = None  # a final turn after max_iterations_reached, if any
+            self._report_back(session, text)
+            if session.outcome is not None and not session.outcome.final:
+                revision = self._evaluate(session, session.outcome, turn)
+                if revision is not None:
+                    return revision
+            else:
+                session.outcome = None  # a final turn after max_iterations_reached, if any
             self._finish_turn(session, {"type": "end_turn"})
         return None
 
-    def _add_usage(self, session: _Session, input_tokens: int, output_tokens: int) -> None:
-        usage = session.record["usage"]
-        usage["input_tokens"] += input_tokens
-        usage["output_tokens"] += output_tokens
+    def _report_back(self, session: _Session, text: str) -> None:
+        """A subagent thread that ends its turn idles and reports its text to the primary."""
+        thread = session.turn_thread
+        if thread is None:
+            return
+        self._idle_thread(session, {"type": "end_turn"})
+        report = {
+            "type": "agent.thread_message_received",
+            "content": _texts([text]),
+            "from_session_thread_id": thread.id,
+            "from_agent_name": thread.name,
+        }
+        self._append(session, report)
+        session.turn_thread = None
+
+    def _add_usage(
+        self,
+        session: _Session,
+        input_tokens: int,
+        output_tokens: int,
+        thread: _Thread | None = None,
+    ) -> None:
+        for usage in (session.record["usage"], thread.record["usage"] if thread else None):
+            if usage is not None:
+                usage["input_tokens"] += input_tokens
+                usage["output_tokens"] += output_tokens
 
     # --- outcomes -------------------------------------------------------------------------
 
@@ -517,7 +585,8 @@ class _SessionPlayer(_FilesAPI):
 
     def _append_usage(self, session: _Session) -> None:
         usage = copy.deepcopy(session.record["usage"])
-        self._append(session, {"type": "session.usage", "usage": usage, "budget": None})
+        budget = copy.deepcopy(session.record["budget"])
+        self._append(session, {"type": "session.usage", "usage": usage, "budget": budget})
 
     def _finish_turn(self, session: _Session, stop_reason: dict[str, Any]) -> None:
         self._append_usage(session)  # the API always reports usage right before an idle
@@ -530,8 +599,13 @@ class _SessionPlayer(_FilesAPI):
         self._terminate(session)
 
     def _terminate(self, session: _Session) -> None:
+        for thread in session.threads.values():
+            if not thread.primary and thread.record["status"] != "terminated":
+                self._set_thread_status(thread, "terminated")
+                self._append_thread_status(session, thread, "session.thread_status_terminated")
         self._set_status(session, "terminated")
         session.queued_inputs.clear()
         session.awaiting = {}
         session.outcome = None
+        session.turn_thread = None
         self._append(session, {"type": "session.status_terminated"})

@@ -1,4 +1,5 @@
-"""The Claude emulator's event stream: ``GET /v1/sessions/{id}/events/stream`` as SSE.
+"""The Claude emulator's event streams: ``GET /v1/sessions/{id}/events/stream`` as SSE, and
+``GET /v1/sessions/{id}/threads/{thread_id}/stream`` for one thread's log.
 
 A stream sends the events logged after it opened (no replay), each as an ``event: <type>``
 and ``data: <json>`` frame, with heartbeats when it is quiet, until the client leaves, the
@@ -11,6 +12,7 @@ never in the history. Stream faults meet an event before its previews.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import time
@@ -48,33 +50,51 @@ class _EventStream(_ClaudeBase):
     _sse_ids: bool
 
     def _stream_events(self, exchange: Exchange, session_id: str) -> None:
-        previewed = delta_types(exchange.request)
         with self._condition:
             session = self._live_session(session_id)
+        self._serve_stream(exchange, session, session.log, session_id)
+
+    def _serve_stream(
+        self, exchange: Exchange, session: _Session, log: list[dict[str, Any]], scope: str
+    ) -> None:
+        """Stream a log (the session's, or one thread's); stream faults target ``scope``."""
+        previewed = delta_types(exchange.request)
+        with self._condition:
             # No replay: only events logged from now on. Taken before the response head is
             # sent, so nothing logged after the client sees the stream open can be missed.
-            cursor = len(session.log)
+            cursor = len(log)
         stream = exchange.open_stream(
-            session_id,
+            scope,
             "text/event-stream",
             {"request-id": _new_id("req"), "Cache-Control": "no-cache"},
         )
-        self._pump(session, stream, cursor, previewed)
+        self._pump(session, log, stream, cursor, previewed)
 
     def _pump(
-        self, session: _Session, stream: ChunkedStream, cursor: int, previewed: frozenset[str]
+        self,
+        session: _Session,
+        log: list[dict[str, Any]],
+        stream: ChunkedStream,
+        cursor: int,
+        previewed: frozenset[str],
     ) -> None:
         """Forward new log events to one stream until it ends; ping when it is quiet."""
         quiet_since = time.monotonic()
         poll = min(self._ping_interval, _DISCONNECT_POLL)
         while True:
             with self._condition:
-                if len(session.log) <= cursor and not self._stopping:
+                if len(log) <= cursor and not self._stopping:
                     self._condition.wait(poll)
                 if self._stopping:
                     stream.abort("emulator_closed")
                     return
-                fresh = session.log[cursor:]
+                # Copies: a queued event's processed_at may change once it is logged.
+                fresh = copy.deepcopy(log[cursor:])
+                # A thread's log has no session.deleted of its own: it ends with the session.
+                ended = session.deleted and not fresh and log is not session.log
+            if ended:
+                stream.finish("session_deleted")
+                return
             for position, event in enumerate(fresh, start=cursor):
                 corrupted = functools.partial(self._frame, event, cut=True)
                 previews = _previews(event) if event["type"] in previewed else []

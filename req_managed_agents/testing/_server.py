@@ -231,7 +231,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class _Server(HTTPServer):
-    """An HTTP server whose connection threads the emulator tracks, so close() can end them."""
+    """An HTTP server whose connection threads the emulator tracks, so close() can end them.
+
+    Its listen backlog is large enough for many clients connecting at once: with the
+    default of 5, a burst of connections overflows it and the kernel drops SYNs, which a
+    client sees as a one-second stall (the first retransmission).
+    """
+
+    request_queue_size = 128
 
     def __init__(self, emulator: LoopbackEmulator, listener: str) -> None:
         self.emulator = emulator

@@ -41,6 +41,15 @@ from req_managed_agents.testing._agentcore_shapes import _check_structure
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 ROLE = "arn:aws:iam::123456789012:role/harness"
 
+
+def inline_tool(name: str) -> dict[str, Any]:
+    config = {"inlineFunction": {"description": name, "inputSchema": {"type": "object"}}}
+    return {"type": "inline_function", "name": name, "config": config}
+
+
+# What the helpers' invocations declare unless a test says otherwise: the scripts call these.
+TOOLS = [inline_tool(name) for name in ("a", "b", "get_time", "get_weather")]
+
 # --- helpers ----------------------------------------------------------------------------------
 
 
@@ -98,7 +107,7 @@ class Client:
         self, arn: str, messages: list[dict[str, Any]], session_id: str, **options: Any
     ) -> requests.Response:
         url = f"{self.emulator.data_url}/harnesses/invoke?harnessArn={quote(arn, safe='')}"
-        body = {"messages": messages, **options}
+        body = {"messages": messages, "tools": TOOLS, **options}
         return self.request("POST", url, body, headers={SESSION_HEADER: session_id})
 
     def command(
@@ -385,7 +394,8 @@ def test_a_resume_must_echo_every_tool_use(emulator: AgentCoreEmulator) -> None:
     assert text_of(frames(client.invoke(arn, [user("More?")], session_id))) == "(script finished)"
     invocations = emulator.invocations
     assert len(invocations) == 8
-    assert invocations[0] == Invocation(arn, session_id, {"messages": [user("Weather and time?")]})
+    first = {"messages": [user("Weather and time?")], "tools": TOOLS}
+    assert invocations[0] == Invocation(arn, session_id, first)
 
 
 def test_conversations_are_per_session_and_per_harness(emulator: AgentCoreEmulator) -> None:
@@ -604,7 +614,7 @@ def invoke_stream(
     client: Client, arn: str, messages: list[dict[str, Any]], session_id: str
 ) -> requests.Response:
     url = f"{client.emulator.data_url}/harnesses/invoke?harnessArn={quote(arn, safe='')}"
-    body = {"messages": messages}
+    body = {"messages": messages, "tools": TOOLS}
     return client.request("POST", url, body, headers={SESSION_HEADER: session_id}, stream=True)
 
 
@@ -736,7 +746,9 @@ def test_frame_faults_count_as_pending_until_an_invocation_meets_them(
     client = Client(emulator)
     arn = emulator.add_harness()
     emulator.corrupt_frame(1, times=2)
-    emulator.fail_requests("POST", "/harnesses/invoke", 503, where=lambda r: "y" in str(r.body))
+    emulator.fail_requests(
+        "POST", "/harnesses/invoke", 503, where=lambda r: r.body["messages"] == [user("y")]
+    )
     assert emulator.pending_faults() == 3
     read_frames(invoke_stream(client, arn, [user("x")], new_session_id()))
     assert emulator.pending_faults() == 2
@@ -1110,7 +1122,7 @@ def test_botocore_parses_the_frames(emulator: AgentCoreEmulator) -> None:
     arn = emulator.add_harness()
     session_id = new_session_id()
     url = f"{emulator.data_url}/harnesses/invoke?harnessArn={quote(arn, safe='')}"
-    body = {"messages": [user("x")]}
+    body = {"messages": [user("x")], "tools": TOOLS}
     response = client.request("POST", url, body, headers={SESSION_HEADER: session_id}, stream=True)
     parsed = list(botocore_stream(response, "bedrock-agentcore", "InvokeHarness")["stream"])
     ours = frames(client.invoke(arn, [user("x")], new_session_id()))
@@ -1371,3 +1383,122 @@ def test_the_pytest_fixture(agentcore_emulator: AgentCoreEmulator) -> None:
     arn = agentcore_emulator.add_harness(["From the fixture."])
     events = frames(Client(agentcore_emulator).invoke(arn, [user("x")], new_session_id()))
     assert text_of(events) == "From the fixture."
+
+
+# --- UpdateHarness, ListHarnessVersions, declared tools -----------------------------------------
+
+
+def test_update_harness_makes_a_new_version(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    harness = create(client, "versioned", systemPrompt=[{"text": "v1"}]).json()["harness"]
+    harness_id = harness["harnessId"]
+    path = f"/harnesses/{harness_id}"
+    assert harness["harnessVersion"] == "1"
+    not_ready = client.request("PATCH", emulator.control_url + path, {"maxTokens": 10})
+    aws_error(not_ready, 409, "ConflictException")  # still CREATING
+    assert client.control("GET", path).json()["harness"]["status"] == "READY"
+
+    token = str(uuid.uuid4())
+    change = {
+        "clientToken": token,
+        "systemPrompt": [{"text": "v2"}],
+        "environment": {
+            "agentCoreRuntimeEnvironment": {"lifecycleConfiguration": {"maxLifetime": 3600}}
+        },
+        "memory": {
+            "optionalValue": {
+                "agentCoreMemoryConfiguration": {
+                    "arn": "arn:aws:bedrock-agentcore:us-east-1:123456789012:memory/m-abcdefghij"
+                }
+            }
+        },
+    }
+    updated = client.request("PATCH", emulator.control_url + path, change)
+    assert updated.status_code == 200, updated.text
+    view = updated.json()["harness"]
+    assert (view["status"], view["harnessVersion"]) == ("UPDATING", "2")
+    assert view["systemPrompt"] == [{"text": "v2"}]
+    runtime = view["environment"]["agentCoreRuntimeEnvironment"]
+    assert runtime["lifecycleConfiguration"]["maxLifetime"] == 3600
+    assert (
+        runtime["agentRuntimeArn"]
+        == (harness["environment"]["agentCoreRuntimeEnvironment"]["agentRuntimeArn"])
+    )
+    assert "agentCoreMemoryConfiguration" in view["memory"]
+    again = client.request("PATCH", emulator.control_url + path, change)  # a retry
+    assert again.json()["harness"]["harnessVersion"] == "2"
+    assert client.control("GET", path).json()["harness"]["status"] == "READY"
+    cleared = client.request("PATCH", emulator.control_url + path, {"memory": {}})
+    assert "memory" not in cleared.json()["harness"]
+    assert client.control("GET", path).json()["harness"]["harnessVersion"] == "3"
+
+    first = client.control("GET", f"{path}?harnessVersion=1").json()["harness"]
+    assert (first["harnessVersion"], first["systemPrompt"]) == ("1", [{"text": "v1"}])
+    aws_error(client.control("GET", f"{path}?harnessVersion=9"), 404, "ResourceNotFoundException")
+    page = client.control("GET", f"{path}/versions?maxResults=2").json()
+    assert [v["harnessVersion"] for v in page["harnessVersions"]] == ["3", "2"]
+    rest = client.control("GET", f"{path}/versions?nextToken={page['nextToken']}").json()
+    assert [v["harnessVersion"] for v in rest["harnessVersions"]] == ["1"]
+    assert "nextToken" not in rest
+    model = botocore.session.get_session().get_service_model("bedrock-agentcore-control")
+    errors: list[tuple[str, str]] = []
+    _check_structure(model.operation_model("ListHarnessVersions").output_shape, page, "", errors)
+    _check_structure(model.shape_for("Harness"), first, "", errors)
+    assert errors == []
+    bad = client.request("PATCH", emulator.control_url + path, {"harnessName": "renamed"})
+    aws_error(bad, 400, "ValidationException")  # not an UpdateHarness member
+
+
+def test_botocore_updates_and_lists_versions(emulator: AgentCoreEmulator) -> None:
+    session = botocore.session.get_session()
+    control = session.create_client(
+        "bedrock-agentcore-control",
+        region_name=emulator.region,
+        endpoint_url=emulator.control_url,
+        aws_access_key_id=emulator.access_key_id,
+        aws_secret_access_key=emulator.secret_access_key,
+        aws_session_token=emulator.session_token,
+    )
+    arn = emulator.add_harness(name="botocore_updated")
+    harness_id = arn.rsplit("/", 1)[1]
+    updated = control.update_harness(harnessId=harness_id, maxIterations=4)["harness"]
+    assert (updated["harnessVersion"], updated["maxIterations"]) == ("2", 4)
+    versions = control.list_harness_versions(harnessId=harness_id)["harnessVersions"]
+    assert [v["harnessVersion"] for v in versions] == ["2", "1"]
+    assert emulator.signature_failures == []
+
+
+def test_create_harness_checks_the_environment_as_the_model_says(
+    emulator: AgentCoreEmulator,
+) -> None:
+    client = Client(emulator)
+    flat = {"networkConfiguration": {"networkMode": "PUBLIC"}}  # not under the union member
+    aws_error(create(client, "flat", environment=flat), 400, "ValidationException")
+    aws_error(create(client, "empty", environment={}), 400, "ValidationException")
+    short = {"agentCoreRuntimeEnvironment": {"lifecycleConfiguration": {"maxLifetime": 5}}}
+    aws_error(create(client, "short", environment=short), 400, "ValidationException")
+    nested = {"agentCoreRuntimeEnvironment": {"networkConfiguration": {"networkMode": "VPC"}}}
+    made = create(client, "nested", environment=nested)
+    assert made.status_code == 201, made.text
+    runtime = made.json()["harness"]["environment"]["agentCoreRuntimeEnvironment"]
+    assert runtime["networkConfiguration"] == {"networkMode": "VPC"}
+
+
+def test_a_call_of_an_undeclared_tool_is_refused_mid_stream(emulator: AgentCoreEmulator) -> None:
+    client = Client(emulator)
+    arn = emulator.add_harness([ConverseTurn(text="Let me look.", tool_calls=[call("lookup")])])
+    session_id = new_session_id()
+    events = frames(client.invoke(arn, [user("x")], session_id, tools=[inline_tool("other")]))
+    assert text_of(events) == "Let me look."
+    kind, payload = events[-1]
+    assert kind == "exception:runtimeClientError"
+    assert "'lookup'" in payload["message"]
+    assert "other" in payload["message"]
+    assert emulator.turn_frames(arn, session_id) == []  # never committed
+    declared = frames(client.invoke(arn, [user("x")], session_id, tools=[inline_tool("lookup")]))
+    assert declared[-2] == ("messageStop", {"stopReason": "tool_use"})
+    mcp = {"type": "remote_mcp", "name": "docs", "config": {"remoteMcp": {"url": "https://m"}}}
+    other_session = new_session_id()
+    assert frames(client.invoke(arn, [user("x")], other_session, tools=[mcp]))[-2][0] == (
+        "messageStop"
+    )  # an MCP server may bring any tool

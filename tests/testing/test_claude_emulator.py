@@ -106,7 +106,12 @@ def test_environments_are_created_updated_archived_and_deleted(harness: Any) -> 
     environment = ok(api.post("/v1/environments", {"name": "e1"}))
     assert environment["id"].startswith("env_")
     assert environment["type"] == "environment"
-    assert environment["config"] == {"type": "cloud", "networking": {"type": "unrestricted"}}
+    packages = {"type": "packages", **{m: [] for m in ("apt", "cargo", "gem", "go", "npm", "pip")}}
+    assert environment["config"] == {
+        "type": "cloud",
+        "networking": {"type": "unrestricted"},
+        "packages": packages,
+    }
     path = f"/v1/environments/{environment['id']}"
     updated = ok(api.post(path, {"description": "d", "metadata": {"k": "v", "gone": ""}}))
     assert (updated["description"], updated["metadata"]) == ("d", {"k": "v"})
@@ -153,7 +158,7 @@ def test_sessions_are_created_bare(harness: Any) -> None:
     agent, environment = emulator.add_agent(), emulator.add_environment()
     bare = {"agent": agent, "environment_id": environment}
     assert error_of(api.post("/v1/sessions", {**bare, "events": [user_message("hi")]}), 400)
-    assert error_of(api.post("/v1/sessions", {**bare, "initial_events": []}), 400)
+    assert error_of(api.post("/v1/sessions", {**bare, "initial_events": {}}), 400)
     assert "environment_id" in error_of(api.post("/v1/sessions", {"agent": agent}), 400)["message"]
     assert error_of(api.post("/v1/sessions", {"environment_id": environment}), 400)
     unknown_agent = {**bare, "agent": "agent_missing"}

@@ -1,0 +1,102 @@
+"""Session threads of the Claude emulator: ``/v1/sessions/{id}/threads`` and below.
+
+Every session has a primary thread (``parent_thread_id`` null) whose log is the session's;
+turns scripted with ``Turn(thread=...)`` add subagent threads (``_claude_player``). The
+threads are listed oldest first (``statuses[]`` filters), read, archived (never the primary
+one, nor a running one: both are 400s; archiving twice is harmless), and each has its own
+paged history and stream (``.../threads/{id}/events`` and ``.../threads/{id}/stream``, with
+``event_deltas[]``; stream faults target the thread id). A thread reports its own status,
+stats and token usage; the primary one's are the session's.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing._claude_api import (
+    _MAX_EVENTS_PAGE,
+    _MAX_RESOURCE_PAGE,
+    _invalid,
+    _json_object,
+    _not_found,
+    _query_values,
+)
+from req_managed_agents.testing._claude_stream import _EventStream
+from req_managed_agents.testing._server import utc_timestamp
+
+if TYPE_CHECKING:
+    from req_managed_agents.testing._claude_base import _Session, _Thread
+    from req_managed_agents.testing._server import Exchange
+
+_STATUSES = ("running", "idle", "rescheduling", "terminated")
+
+
+def _thread_view(session: _Session, thread: _Thread) -> dict[str, Any]:
+    """A thread as the API answers it (a copy)."""
+    view = copy.deepcopy(thread.record)
+    if thread.primary:
+        view["agent"].pop("multiagent", None)  # a thread's agent names no roster
+        view["usage"] = copy.deepcopy(session.record["usage"])
+    return view
+
+
+class _ThreadsAPI(_EventStream):
+    """The thread routes."""
+
+    def _thread(self, session_id: str, thread_id: str) -> tuple[_Session, _Thread]:
+        session = self._live_session(session_id)
+        thread = session.threads.get(thread_id)
+        if thread is None:
+            raise _not_found("session thread", thread_id)
+        return session, thread
+
+    def _list_threads(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
+        request = exchange.request
+        statuses = _query_values(request, "statuses", _STATUSES)
+        with self._condition:
+            session = self._live_session(session_id)
+            threads = [
+                _thread_view(session, t)
+                for t in session.threads.values()
+                if not statuses or t.record["status"] in statuses
+            ]
+            return self._page(
+                request, threads, scope=f"threads:{session_id}", max_limit=_MAX_RESOURCE_PAGE
+            )
+
+    def _get_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> dict[str, Any]:
+        with self._condition:
+            return _thread_view(*self._thread(session_id, thread_id))
+
+    def _archive_thread(
+        self, exchange: Exchange, session_id: str, thread_id: str
+    ) -> dict[str, Any]:
+        _json_object(exchange.request, optional=True)
+        with self._condition:
+            session, thread = self._thread(session_id, thread_id)
+            if thread.primary:
+                raise _invalid("the primary thread cannot be archived; archive the session")
+            if thread.record["status"] in ("running", "rescheduling"):
+                raise _invalid("a running thread cannot be archived; interrupt it first")
+            if not thread.record["archived_at"]:
+                thread.record["archived_at"] = thread.record["updated_at"] = utc_timestamp()
+            return _thread_view(session, thread)
+
+    def _list_thread_events(
+        self, exchange: Exchange, session_id: str, thread_id: str
+    ) -> dict[str, Any]:
+        with self._condition:
+            _, thread = self._thread(session_id, thread_id)
+            return self._page(
+                exchange.request,
+                thread.log,
+                scope=f"thread-events:{thread_id}",
+                max_limit=_MAX_EVENTS_PAGE,
+            )
+
+    def _stream_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> None:
+        with self._condition:
+            session, thread = self._thread(session_id, thread_id)
+        scope = session_id if thread.primary else thread_id
+        self._serve_stream(exchange, session, thread.log, scope)
