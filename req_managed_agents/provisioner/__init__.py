@@ -7,7 +7,8 @@
   the Claude environment lifecycle.
 * :class:`Runtime`, :func:`bootstrap_script`, :func:`system_prompt_block`,
   :func:`required_hosts` - language runtimes installed with mise.
-* :class:`Store`, :class:`MemoryStore`, :class:`FileStore` - where handles are remembered.
+* :class:`Store`, :class:`MemoryStore`, :class:`FileStore`, :class:`RedisStore` - where
+  handles are remembered (``RedisStore`` loads redis-py, the ``[redis]`` extra, when made).
 """
 
 from req_managed_agents.provisioner._environments import (
@@ -27,6 +28,7 @@ from req_managed_agents.provisioner._provision import (
     provision,
     teardown,
 )
+from req_managed_agents.provisioner._redis import RedisStore
 from req_managed_agents.provisioner._runtimes import (
     bootstrap_script,
     required_hosts,
@@ -45,6 +47,7 @@ __all__ = [
     "HarnessHandle",
     "MemoryStore",
     "PruneResult",
+    "RedisStore",
     "Runtime",
     "Store",
     "bootstrap_script",

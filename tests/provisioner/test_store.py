@@ -16,16 +16,19 @@ from typing import Any
 import pytest
 
 from req_managed_agents.errors import ProvisioningError
-from req_managed_agents.provisioner import FileStore, MemoryStore, Store
+from req_managed_agents.provisioner import FileStore, MemoryStore, RedisStore, Store
 from req_managed_agents.provisioner._store import store_lock
 
-AnyStore = Any  # MemoryStore | FileStore: both offer lock() besides the Store protocol
+AnyStore = Any  # MemoryStore | FileStore | RedisStore: all offer lock() besides the protocol
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> AnyStore:
     if request.param == "memory":
         return MemoryStore()
+    if request.param == "redis":  # the session's own redis-server (tests/provisioner/conftest.py)
+        url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
+        return RedisStore(url, prefix=prefix)
     return FileStore(tmp_path / "store.json")
 
 
@@ -35,7 +38,7 @@ def run_in_thread(target: Any, *args: Any) -> threading.Thread:
     return thread
 
 
-# --- semantics shared by both stores ----------------------------------------------------------
+# --- semantics shared by every store ----------------------------------------------------------
 
 
 def test_both_stores_satisfy_the_protocol(store: AnyStore) -> None:
