@@ -75,10 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rma {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from req_managed_agents import _cli_artifacts, _cli_provisioning, _cli_run, _demo
+    from req_managed_agents import _cli_artifacts, _cli_batch, _cli_provisioning, _cli_run, _demo
 
     _demo.add_command(commands)
     _cli_run.add_command(commands)
+    _cli_batch.add_command(commands)
     _cli_provisioning.add_commands(commands)
     _cli_artifacts.add_command(commands)
     return parser
@@ -192,6 +193,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents._cli_run import run_command
 
         return run_command(args)
+    if args.command == "batch":
+        from req_managed_agents._cli_batch import run_command as run_batch_command
+
+        return run_batch_command(args)
     from req_managed_agents import _cli_artifacts, _cli_provisioning
 
     if args.command in _cli_provisioning.COMMANDS:

@@ -101,29 +101,34 @@ def add_command(commands: Any) -> None:
     )
     run.add_argument("--prompt", help="what to ask the agent (instead of PROMPT)")
     run.add_argument(
-        "--provider", choices=PROVIDERS, default="claude", help="which service runs the agent"
-    )
-    run.add_argument(
         "--session-id",
         metavar="ID",
         help="continue this session instead of starting one (AgentCore: the runtime "
         "session id); without a prompt it finishes what the session was doing",
     )
-    run.add_argument(
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    add_connection_flags(run)
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that say where a run goes and with which tools (``rma run``, ``rma batch``)."""
+    parser.add_argument(
+        "--provider", choices=PROVIDERS, default="claude", help="which service runs the agent"
+    )
+    parser.add_argument(
         "--tools",
         metavar="MODULE:ATTR",
         help="the local tools: a Tools registry or handler importable from the current folder "
         "(default: none; a tool call then gets an unknown-tool error result)",
     )
-    run.add_argument(
+    parser.add_argument(
         "--timeout",
         type=positive_seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help="give up waiting after this long; the remote turn goes on",
     )
-    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
-    claude = run.add_argument_group("Claude (--provider claude)")
+    claude = parser.add_argument_group("Claude (--provider claude)")
     claude.add_argument("--agent-id", metavar="ID", help="the agent of a new session")
     claude.add_argument("--environment-id", metavar="ID", help="the environment of a new session")
     claude.add_argument(
@@ -145,7 +150,7 @@ def add_command(commands: Any) -> None:
         metavar="KEY=VALUE",
         help="a metadata pair of the new session (repeatable)",
     )
-    agentcore = run.add_argument_group("Bedrock AgentCore (--provider agentcore)")
+    agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
     agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
     agentcore.add_argument(
         "--region",
@@ -158,7 +163,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     The status line goes to standard error, and only when that is a terminal."""
     out = out if out is not None else sys.stdout
     status = sys.stderr if sys.stderr.isatty() else None
-    connect = _connect(args)
+    connect = connect_options(args)
     prompt = _prompt(args)
     handler = load_handler(args.tools) if args.tools else Tools()
     region = harness_region(args.harness_arn, args.region) if args.harness_arn else None
@@ -186,7 +191,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
 
 
-def _connect(args: argparse.Namespace) -> dict[str, Any]:
+def connect_options(args: argparse.Namespace) -> dict[str, Any]:
     """The session's provider options from the flags; flags that do not apply are refused."""
     if args.provider == "agentcore":
         refuse(

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,19 +113,40 @@ def test_read_prompts_names_lines_and_refuses_bad_ones(tmp_path: Path) -> None:
         read_prompts(bad)
 
 
-WORKER = textwrap.dedent(
-    """
-    import sys
-    from req_managed_agents import ClaudeManagedAgents, Tools, read_prompts, run_batch
+def rma_batch(emulator: ClaudeEmulator, source: Path, output: Path) -> list[str]:
+    agent, environment = emulator.add_agent(), emulator.add_environment()
+    return [
+        sys.executable, "-m", "req_managed_agents", "batch", str(source), "-o", str(output),
+        "--agent-id", agent, "--environment-id", environment, "--workers", "4",
+    ]  # fmt: skip
 
-    base_url, api_key, agent_id, environment_id, source, output = sys.argv[1:]
-    provider = ClaudeManagedAgents(api_key, base_url=base_url)
-    run_batch(
-        provider, read_prompts(source), handler=Tools(), max_workers=2, output=output,
-        agent_id=agent_id, environment_id=environment_id,
+
+def emulator_env(emulator: ClaudeEmulator) -> dict[str, str]:
+    return {
+        **os.environ,
+        "ANTHROPIC_API_KEY": emulator.api_key,
+        "ANTHROPIC_BASE_URL": emulator.base_url,
+    }
+
+
+def test_rma_batch_runs_two_hundred_prompts_through_rate_limits(
+    emulator: ClaudeEmulator, tmp_path: Path
+) -> None:
+    source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps({"prompt": f"p{n}"}) + "\n" for n in range(200)))
+    emulator.fail_requests("POST", "/v1/sessions", 429, times=9, retry_after=0.05)
+    done = subprocess.run(
+        rma_batch(emulator, source, output),
+        env=emulator_env(emulator),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    """
-)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "200 of 200 prompts succeeded"
+    final = {str(r["id"]): r for r in lines(output)}
+    assert len(final) == 200
+    assert {r["text"] for r in final.values()} == {f"answer to p{n}" for n in range(200)}
 
 
 def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
@@ -136,11 +156,10 @@ def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
     source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text("".join(json.dumps({"prompt": f"p{n}"}) + "\n" for n in range(30)))
     with ClaudeEmulator(slow) as emulator:
-        args = [
-            sys.executable, "-c", WORKER, emulator.base_url, emulator.api_key,
-            emulator.add_agent(), emulator.add_environment(), str(source), str(output),
-        ]  # fmt: skip
-        first = subprocess.Popen(args, stderr=subprocess.DEVNULL)
+        args, env = rma_batch(emulator, source, output), emulator_env(emulator)
+        first = subprocess.Popen(
+            args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (not output.exists() or len(lines(output)) < 10):
             time.sleep(0.05)
@@ -148,7 +167,8 @@ def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
         first.wait(10)
         finished_before = {str(r["id"]) for r in lines(output) if "error" not in r}
         assert 10 <= len(finished_before) < 30
-        subprocess.run(args, check=True, timeout=60, stderr=subprocess.DEVNULL)
+        again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0, again.stderr
         sent = [
             e["content"][0]["text"]
             for s in emulator.session_ids()

@@ -223,7 +223,7 @@ def test_an_archived_environment_name_is_a_named_error(
 def versions(provider: ClaudeManagedAgents, base: str, count: int, store: Any) -> list[Any]:
     handles = []
     for i in range(count):
-        spec = EnvironmentSpec({"type": "cloud", "metadata_version": i})
+        spec = EnvironmentSpec({"type": "cloud", "packages": {"pip": [f"pkg{i}"]}})
         handles.append(ensure_environment(provider, spec, name=base, store=store))
         time.sleep(0.002)  # distinct created_at
     return handles

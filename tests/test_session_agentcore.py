@@ -701,5 +701,5 @@ def test_without_tools_the_handlers_own_tools_are_declared(
 def test_explicit_tools_win_over_the_handlers(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
-    run(provider, emulator, CountingTools(), tools=[])
+    run(provider, emulator, CountingTools(), [ConverseTurn(text="no tools needed")], tools=[])
     assert emulator.invocations[0].body.get("tools") == []
