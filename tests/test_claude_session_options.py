@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import ConfigurationError, run_to_completion
+from req_managed_agents import ConfigurationError, TransportError, run_to_completion
 from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision
-from req_managed_agents.testing import ClaudeEmulator
+from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools
 
 
@@ -111,3 +111,48 @@ def test_bearer_auth_sends_an_authorization_header(emulator: ClaudeEmulator) -> 
     headers = emulator.requests[-1].headers
     assert headers["authorization"] == f"Bearer {emulator.api_key}"
     assert "x-api-key" not in headers
+
+
+def test_initial_events_start_the_work_and_the_run_follows_it(emulator: ClaudeEmulator) -> None:
+    ids = {
+        "agent_id": emulator.add_agent(["first", "second"]),
+        "environment_id": emulator.add_environment(),
+    }
+    opening = [{"type": "user.message", "content": [{"type": "text", "text": "hello"}]}]
+    with emulator.provider() as provider:
+        result = run_to_completion(
+            provider, "and then", handler=CountingTools(), initial_events=opening, timeout=10, **ids
+        )
+    assert result.text == "second", "the prompt came after the initial events' turn"
+    body = created(emulator)
+    assert body["initial_events"] == opening
+    messages = [e for e in emulator.events(str(result.session_id)) if e["type"] == "user.message"]
+    assert [m["content"][0]["text"] for m in messages] == ["hello", "and then"]
+
+
+def test_a_session_with_initial_events_is_not_created_twice(emulator: ClaudeEmulator) -> None:
+    emulator.reset_requests("POST", "/v1/sessions", after_acting=True)
+    opening = [{"type": "user.message", "content": [{"type": "text", "text": "hello"}]}]
+    ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+    with emulator.provider() as provider, pytest.raises(TransportError):
+        run_to_completion(provider, handler=CountingTools(), initial_events=opening, **ids)
+    assert len(emulator.session_ids()) == 1
+
+
+def test_a_subagents_tool_call_is_answered_on_its_thread(emulator: ClaudeEmulator) -> None:
+    script = [
+        Turn(thread="researcher", tool_calls=[call("add", a=2, b=3)]),
+        Turn(text=lambda results: f"the researcher found {results[0]}"),
+    ]
+    tools = CountingTools()
+    ids = {"agent_id": emulator.add_agent(script), "environment_id": emulator.add_environment()}
+    with emulator.provider() as provider:
+        result = run_to_completion(provider, "research", handler=tools, timeout=10, **ids)
+    (use,) = result.tool_uses
+    assert use.session_thread_id is not None
+    posted = [
+        e for e in emulator.events(str(result.session_id)) if e["type"] == "user.custom_tool_result"
+    ]
+    assert [p.get("session_thread_id") for p in posted] == [use.session_thread_id]
+    assert result.text == "the researcher found 5"
+    assert sum(tools.calls.values()) == 1

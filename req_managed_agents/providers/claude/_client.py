@@ -327,20 +327,25 @@ class ClaudeClient:
         resources: Sequence[Mapping[str, Any]] | None = None,
         metadata: Mapping[str, str] | None = None,
         title: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+        initial_events: Sequence[Mapping[str, Any]] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
-        """Create a bare session: the API rejects inline events, and the stream must be
-        attached before the first message is sent or fast events are missed.
+        """Create a session (``POST /v1/sessions``).
 
         ``agent`` is an agent id (its latest version), ``{"type": "agent", "id", "version"}``
         (a pinned version) or ``{"type": "agent_with_overrides", "id", ...}``. ``resources``
         are mounted into the container (``file``, ``github_repository``, ``memory_store``);
-        ``vault_ids`` lend the agent stored credentials. Options left at ``None`` are not
-        sent; each is checked here so that a mistake is a :class:`ValueError` naming it.
+        ``vault_ids`` lend the agent stored credentials; ``budget`` caps its spending;
+        ``initial_events`` (``user.message``, ``user.define_outcome``, at most 50) start work
+        at once - then read what they cause from the history, since no stream was attached
+        yet. Options left at ``None`` are not sent; each is checked here so that a mistake is
+        a :class:`ValueError` naming it.
 
-        Retried like an idempotent call even when the server may have acted: the worst a
-        repeat can leave behind is a second, idle session that does no work, whereas giving
-        up loses the whole run.
+        A bare session is retried like an idempotent call even when the server may have
+        acted: the worst a repeat can leave behind is a second, idle session that does no
+        work, whereas giving up loses the whole run. With ``initial_events`` it is not, as a
+        repeat would do the work twice.
         """
         body: Json = {
             "agent": _agent_reference(agent),
@@ -362,10 +367,17 @@ class ClaudeClient:
             if not isinstance(title, str):
                 raise ValueError(f"title must be a string, got {type(title).__name__}")
             body["title"] = title
+        if budget is not None:
+            if not isinstance(budget, Mapping):
+                raise ValueError(f"budget must be a mapping, got {type(budget).__name__}")
+            body["budget"] = dict(budget)
+        if initial_events is not None:
+            body["initial_events"] = _initial_events(initial_events)
         return self._json(
             "POST",
             "/v1/sessions",
-            idempotent=True,
+            # A session that starts working at once is no longer harmless to create twice.
+            idempotent=initial_events is None,
             body=body,
             telemetry_metadata=telemetry_metadata,
         )
@@ -783,6 +795,24 @@ def _json_object(response: requests.Response, what: str) -> Json:
             response.headers.get("request-id"),
         )
     return data
+
+
+# What a session may be created with (the API's own limit on their number).
+_INITIAL_EVENT_TYPES = frozenset({"user.message", "user.define_outcome"})
+_MAX_INITIAL_EVENTS = 50
+
+
+def _initial_events(events: Any) -> list[Json]:
+    checked = []
+    for i, event in enumerate(_items("initial_events", events)):
+        if not isinstance(event, Mapping) or event.get("type") not in _INITIAL_EVENT_TYPES:
+            raise ValueError(
+                f"initial_events[{i}] must be a user.message or user.define_outcome event"
+            )
+        checked.append(dict(event))
+    if not checked or len(checked) > _MAX_INITIAL_EVENTS:
+        raise ValueError(f"initial_events holds 1 to {_MAX_INITIAL_EVENTS} events")
+    return checked
 
 
 def _query(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,8 @@ _SESSION_OPTIONS = {
     "resources": "resources",
     "session_metadata": "metadata",
     "title": "title",
+    "budget": "budget",
+    "initial_events": "initial_events",
 }
 _OPTIONS = frozenset(
     {
@@ -64,7 +66,9 @@ class ClaudeManagedAgents:
     ``{"type": "agent_with_overrides", ...}``), ``agent_version`` (pin a version of
     ``agent_id``), and ``environment_id`` (or ``environment=`` handle) to start a new
     session, with its ``vault_ids``, ``resources``, ``session_metadata`` (the session's own
-    ``metadata``; ``metadata=`` of the drivers tags ``SessionInfo``) and ``title``; or
+    ``metadata``; ``metadata=`` of the drivers tags ``SessionInfo``), ``title``, ``budget``
+    and ``initial_events`` (the first run then follows the work they start, and its prompt,
+    if any, comes after); or
     ``session_id`` to resume one; ``idle_timeout`` seconds of stream silence before
     reconnecting (default 60).
 
@@ -155,7 +159,9 @@ class ClaudeManagedAgents:
                     raise
                 raise ConfigurationError(f"session option {exc}") from None
             session_id = session["id"]
-            resumed = False
+            # Initial events start work before the stream is attached: read the session
+            # back as a resumed one, whose history holds what they did so far.
+            resumed = bool(extra.get("initial_events"))
         return ClaudeConversation(
             self.client,
             str(session_id),
