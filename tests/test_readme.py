@@ -24,6 +24,7 @@ from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, Conver
 from req_managed_agents.testing._script import ToolCall
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLE_REDIS = "redis://redis.internal:6379"
 EXAMPLE_HARNESS = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/weather-AbCdEf1234"
 WEATHER = [Turn(tool_calls=[call("get_weather", city="Paris")]), Turn(text="Sunny in Paris.")]
 CONFIRMATIONS = [
@@ -98,9 +99,17 @@ def environment(
         yield agentcore
 
 
-def prepare(block: Block, claude: ClaudeEmulator, agentcore: AgentCoreEmulator | None) -> str:
+def prepare(
+    block: Block,
+    claude: ClaudeEmulator,
+    agentcore: AgentCoreEmulator | None,
+    request: pytest.FixtureRequest,
+) -> str:
     """The block with its placeholders replaced by what the emulators made for it."""
     code = block.code
+    if EXAMPLE_REDIS in code:
+        server = request.getfixturevalue("redis_server")  # skips when there is no redis-server
+        code = code.replace(EXAMPLE_REDIS, server.url.rsplit("/", 1)[0])
     script = CONFIRMATIONS if block.heading == "Tool confirmations" else WEATHER
     code = code.replace('"agent_..."', repr(claude.add_agent(script)))
     code = code.replace('"env_..."', repr(claude.add_environment()))
@@ -125,6 +134,8 @@ def check(block: Block, namespace: dict[str, Any], claude: ClaudeEmulator) -> No
         assert namespace["result"].terminal == "end_turn", namespace["result"]
     if block.heading == "Streaming" and "ask" in namespace:
         serve_the_django_view(namespace)
+    if "answer" in namespace and hasattr(namespace["answer"], "delay"):  # the Celery task
+        assert namespace["answer"]("Refund order 7, please.") == "Sunny in Paris."
     if "test_weather" in namespace:
         with ClaudeEmulator() as emulator:
             namespace["test_weather"](emulator)
@@ -160,11 +171,15 @@ def test_the_readme_has_blocks_to_run() -> None:
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"line-{b.line}-{b.heading}" for b in BLOCKS])
 def test_a_readme_block_runs_as_written(
-    block: Block, claude: ClaudeEmulator, environment: AgentCoreEmulator | None
+    block: Block,
+    claude: ClaudeEmulator,
+    environment: AgentCoreEmulator | None,
+    request: pytest.FixtureRequest,
 ) -> None:
-    if "django" in block.code:
-        pytest.importorskip("django")
-    code = prepare(block, claude, environment)
+    for package in ("django", "celery"):
+        if f"from {package}" in block.code:
+            pytest.importorskip(package)
+    code = prepare(block, claude, environment, request)
     namespace: dict[str, Any] = {"__name__": f"readme_line_{block.line}"}
     exec(compile(code, f"README.md:{block.line}", "exec"), namespace)
     check(block, namespace, claude)

@@ -26,7 +26,7 @@ AnyStore = Any  # MemoryStore | FileStore | RedisStore: all offer lock() besides
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> AnyStore:
     if request.param == "memory":
         return MemoryStore()
-    if request.param == "redis":  # the session's own redis-server (tests/provisioner/conftest.py)
+    if request.param == "redis":  # the session's own redis-server (tests/conftest.py)
         url, prefix = request.getfixturevalue("redis_url"), request.getfixturevalue("redis_prefix")
         return RedisStore(url, prefix=prefix)
     return FileStore(tmp_path / "store.json")

@@ -1,5 +1,6 @@
-"""A private ``redis-server`` for the Redis store tests: started once per test session on a
-free loopback port, never a system one, and stopped at the end."""
+"""Fixtures shared by the whole suite: a private ``redis-server`` (for the Redis store, the
+ledger and the README's examples), started once per test session on a free loopback port,
+never a system one, and stopped at the end."""
 
 from __future__ import annotations
 
