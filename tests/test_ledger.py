@@ -30,9 +30,18 @@ from req_managed_agents.testing import ClaudeEmulator, Turn, call
 CHARGE = [Turn(tool_calls=[call("charge", amount=5)]), Turn(text=lambda r: f"charged: {r[0]}")]
 
 
-@pytest.mark.parametrize("make_store", [MemoryStore, "file"], ids=["memory", "file"])
-def test_claim_then_finish_then_reuse(make_store: Any, tmp_path: Path) -> None:
-    store = FileStore(tmp_path / "ledger.json") if make_store == "file" else make_store()
+@pytest.mark.parametrize("kind", ["memory", "file", "redis"])
+def test_claim_then_finish_then_reuse(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store: Any
+    if kind == "redis":
+        from req_managed_agents.provisioner import RedisStore
+
+        server = request.getfixturevalue("redis_server")  # skips without a redis-server
+        store = RedisStore(server.url, prefix=f"ledger-{tmp_path.name}:")
+    else:
+        store = FileStore(tmp_path / "ledger.json") if kind == "file" else MemoryStore()
     ledger = ToolLedger(store)
     assert ledger.claim("s1", "t1") is None, "the first claim may run the call"
     started = ledger.claim("s1", "t1")
