@@ -61,8 +61,8 @@ def _chunks(data: bytes, size: int) -> list[bytes]:
 
 def _cases() -> Iterator[tuple[str, list[bytes]]]:
     stream = _cma_stream()
-    yield "20k CMA events, 16 KiB chunks", _chunks(stream, 16 * 1024)
-    yield "20k CMA events, 1 KiB chunks", _chunks(stream, 1024)
+    for kib in (1, 16, 64):
+        yield f"20k CMA events, {kib} KiB reads", _chunks(stream, kib * 1024)
     big = b"data: " + json.dumps({"blob": "x" * (4 << 20)}).encode() + b"\n\n"
     yield "4 MiB event, 4 KiB chunks", _chunks(big, 4 * 1024)
 

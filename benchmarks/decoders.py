@@ -6,26 +6,18 @@ Prints MB/s and events (messages) per second for our ``SSEDecoder`` against http
 decoder and sseclient-py, and for our ``EventStreamDecoder`` against botocore's
 ``EventStreamBuffer``, with each row's ratio to the peer measured on the same input.
 Targets: SSE >= 2x the fastest peer, event-stream >= 2x botocore (16 KiB chunks).
-Missing peers are installed ad hoc with pip when possible, else skipped with a reason.
+Missing peers are installed into ``benchmarks/.peers`` (see ``_peers.py``), else skipped with
+a reason.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-_PEERS = {"httpx_sse": "httpx-sse", "sseclient": "sseclient-py", "botocore": "botocore"}
-
-
-def _ensure_peers() -> None:
-    missing = [pip for module, pip in _PEERS.items() if importlib.util.find_spec(module) is None]
-    if missing:
-        print(f"installing missing peers: {', '.join(missing)}")
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=False)
+import _peers
 
 
 def _table(title: str, rows: list[tuple[str, float, float]], unit: str) -> None:
@@ -44,7 +36,7 @@ def _table(title: str, rows: list[tuple[str, float, float]], unit: str) -> None:
 
 def main() -> None:
     repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 3
-    _ensure_peers()
+    _peers.ensure_peers()
     import _eventstream_bench
     import _sse_bench
 

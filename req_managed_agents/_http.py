@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import socket
 import threading
 import time
@@ -50,6 +51,9 @@ _MAX_CONNECT_TIMEOUT = 10.0
 # handful of concurrent sessions, as in a web server; a bigger pool costs nothing unused.
 POOL_SIZE = 64
 _STREAM_READ_SIZE = 64 * 1024
+
+# Control characters in a header value: http.client refuses most, and no credential holds one.
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 ErrorParser = Callable[[requests.Response], APIError]
 Authenticator = Callable[[requests.PreparedRequest], None]
@@ -286,7 +290,7 @@ def _check_header_values(prepared: requests.PreparedRequest) -> None:
     for name, value in prepared.headers.items():
         raw = cast(object, value)  # the stubs say str; callers may pass bytes
         text = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-        if text != text.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        if text != text.strip() or _CONTROL_CHARACTER.search(text):
             raise ConfigurationError(
                 f"the {name} header holds whitespace or control characters at its ends or "
                 "inside; check the credential or setting it comes from"

@@ -210,9 +210,14 @@ class ClaudeConversation:
         self._check_feed()
         # A subagent's call is answered on its thread (the id alone routes it, but the
         # service records which thread it went to).
-        threads = {use.id: use.session_thread_id for use in (*self._tool_uses.values(), *tool_uses)}
+        passed = {use.id: use for use in tool_uses}
+
+        def thread_of(tool_use_id: str) -> str | None:
+            use = passed.get(tool_use_id) or self._tool_uses.get(tool_use_id)
+            return use.session_thread_id if use else None
+
         events = [
-            custom_tool_result(result, threads.get(result.tool_use_id))
+            custom_tool_result(result, thread_of(result.tool_use_id))
             for result in results
             if result.tool_use_id not in self._answered
         ]

@@ -31,6 +31,7 @@ import queue
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -96,7 +97,9 @@ class _Fatal:
     error: ManagedAgentsError
 
 
-_Item = Union[Event, History, _Fatal, None]
+# The stream thread queues the events of one read as a list: a handoff between threads per
+# event would cost more than everything else done with it.
+_Item = Union[list[Event], History, _Fatal, None]
 
 
 class EventFeed:
@@ -122,6 +125,10 @@ class EventFeed:
         self._max_attempts = max_reconnect_attempts
         self._metadata = {**telemetry_metadata, "session_id": session_id}
         self._queue: queue.Queue[_Item] = queue.Queue()
+        # Events taken off the queue and not handed out yet (the reader's side), and events
+        # not queued yet (the stream thread's side).
+        self._ready: deque[Event] = deque()
+        self._batch: list[Event] = []
         self._seen: set[str] = set()
         self._stopped = threading.Event()
         self._fatal: ManagedAgentsError | None = None
@@ -175,17 +182,23 @@ class EventFeed:
         :class:`FeedClosed` once stopped, or :class:`queue.Empty` after ``timeout``."""
         if self._stopped.is_set():
             raise FeedClosed
+        if self._ready:
+            return self._ready.popleft()
         item = self._queue.get(timeout=timeout)
         if item is None:
             raise FeedClosed
         if isinstance(item, _Fatal):
             self._queue.put(item)  # sticky: every later get() learns it too
             raise item.error
+        if isinstance(item, list):
+            self._ready.extend(item)
+            return self._ready.popleft()
         return item
 
     # -- the stream thread ----------------------------------------------------------------
 
     def _fail(self, error: ManagedAgentsError) -> None:
+        self._flush()
         self._fatal = error
         self._queue.put(_Fatal(error))
 
@@ -268,6 +281,7 @@ class EventFeed:
             else:
                 for missed in history:
                     self._deliver(missed)
+                self._flush()
             self.connected.set()
             decoder = SSEDecoder()
             for chunk in read_chunks(response, self._idle_timeout):
@@ -282,14 +296,17 @@ class EventFeed:
                         _log.warning(
                             "catching up after an unreadable %r frame: %s", sse.event, str(bad)
                         )
+                        self._flush()
                         for missed in self._history():
                             self._deliver(missed)
                         continue
                     if event is not None:
                         self._deliver(event)
+                self._flush()
             if not self._stopped.is_set():
                 telemetry.emit("stream.done", {}, self._metadata)
         finally:
+            self._flush()
             with self._lock:
                 self._response = None
             response.close()
@@ -313,10 +330,16 @@ class EventFeed:
     def _history(self) -> list[Event]:
         return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
 
+    def _flush(self) -> None:
+        """Queue the events delivered since the last flush."""
+        if self._batch:
+            self._queue.put(self._batch)
+            self._batch = []
+
     def _deliver(self, event: Event) -> None:
-        """Queue ``event`` unless already delivered."""
+        """Add ``event`` to the next batch unless already delivered."""
         if event.get("type") in _PREVIEW_TYPES:
-            self._queue.put(event)  # live only, without an id: nothing to dedupe or report
+            self._batch.append(event)  # live only, without an id: nothing to dedupe or report
             return
         event_id = event.get("id")
         if isinstance(event_id, str) and event_id:
@@ -328,8 +351,9 @@ class EventFeed:
         telemetry.emit(
             "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
         )
-        self._queue.put(event)
+        self._batch.append(event)
         if event.get("type") in _ENDING_TYPES:
+            self._flush()
             raise _SessionEnded
 
 
