@@ -28,7 +28,9 @@ def emulator() -> Iterator[ClaudeEmulator]:
 
 
 def lines(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The whole lines of ``path`` (a batch killed mid-write may leave half of one)."""
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line]
 
 
 def test_two_hundred_prompts_through_rate_limits_all_finish(
@@ -152,21 +154,27 @@ def test_rma_batch_runs_two_hundred_prompts_through_rate_limits(
 def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
     tmp_path: Path,
 ) -> None:
-    slow = [Turn(text=lambda inputs: f"answer to {inputs[0]}", delay=0.1)]
+    slow = [Turn(text=lambda inputs: f"answer to {inputs[0]}", delay=0.05)]
     source, output = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    source.write_text("".join(json.dumps({"prompt": f"p{n}"}) + "\n" for n in range(30)))
+    source.write_text("".join(json.dumps({"prompt": f"p{n}"}) + "\n" for n in range(200)))
     with ClaudeEmulator(slow) as emulator:
+        # Rate limits in both runs: some before the kill, the rest after it.
+        emulator.fail_requests("POST", "/v1/sessions", 429, times=12, retry_after=0.05)
         args, env = rma_batch(emulator, source, output), emulator_env(emulator)
         first = subprocess.Popen(
             args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (not output.exists() or len(lines(output)) < 10):
-            time.sleep(0.05)
+        deadline = time.monotonic() + 60
+        # Whole lines only: the line being written may be read half written.
+        while time.monotonic() < deadline and (
+            not output.exists() or output.read_bytes().count(b"\n") < 100
+        ):
+            time.sleep(0.02)
         os.kill(first.pid, signal.SIGKILL)
         first.wait(10)
         finished_before = {str(r["id"]) for r in lines(output) if "error" not in r}
-        assert 10 <= len(finished_before) < 30
+        assert 100 <= len(finished_before) < 200
+        emulator.fail_requests("POST", "/v1/sessions", 429, times=6, retry_after=0.05)
         again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
         assert again.returncode == 0, again.stderr
         sent = [
@@ -176,7 +184,7 @@ def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
             if e["type"] == "user.message"
         ]
     final = {str(r["id"]): r for r in lines(output)}
-    assert sorted(final, key=int) == [str(n) for n in range(1, 31)]
+    assert sorted(final, key=int) == [str(n) for n in range(1, 201)]
     assert all("error" not in r for r in final.values())
     for item_id in finished_before:
         assert sent.count(f"p{int(item_id) - 1}") == 1, "a finished prompt is not sent again"
