@@ -146,6 +146,7 @@ class ClaudeEmulator(_ThreadsAPI, _SessionsAPI):
         self._credentials = {}
         self._memory_stores = {}
         self._memories = {}
+        self._memory_versions = {}
         one = r"([A-Za-z0-9_\-]+)"
         session = f"/v1/sessions/{one}"
         thread = f"{session}/threads/{one}"
@@ -196,6 +197,7 @@ class ClaudeEmulator(_ThreadsAPI, _SessionsAPI):
             ("POST", credential, self._update_credential),
             ("DELETE", credential, self._delete_credential),
             ("POST", f"{credential}/archive", self._archive_credential),
+            ("POST", f"{credential}/mcp_oauth_validate", self._validate_credential),
             ("POST", "/v1/memory_stores", self._create_memory_store),
             ("GET", "/v1/memory_stores", self._list_memory_stores),
             ("GET", store, self._get_memory_store),
@@ -207,6 +209,9 @@ class ClaudeEmulator(_ThreadsAPI, _SessionsAPI):
             ("GET", f"{store}/memories/{one}", self._get_memory),
             ("POST", f"{store}/memories/{one}", self._update_memory),
             ("DELETE", f"{store}/memories/{one}", self._delete_memory),
+            ("GET", f"{store}/memory_versions", self._list_memory_versions),
+            ("GET", f"{store}/memory_versions/{one}", self._get_memory_version),
+            ("POST", f"{store}/memory_versions/{one}/redact", self._redact_memory_version),
             ("POST", "/v1/files", self._upload_file),
             ("GET", "/v1/files", self._list_files),
             ("GET", f"/v1/files/{one}", self._get_file),

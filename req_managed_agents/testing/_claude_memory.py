@@ -7,10 +7,18 @@ created (a taken path is a 409), read (``view=full`` by default: with the conten
 (new content, or a new path; a ``content_sha256`` precondition that fails is a 409), listed
 by path (``path_prefix``, and ``depth=1`` folds deeper memories into ``memory_prefix``
 items; ``view=basic`` by default, without the content) and deleted (a mismatching
-``expected_content_sha256`` is a 409). Every write gives the memory a new
-``memory_version_id``; the versions themselves are not kept. These routes take the beta
-``agent-memory-2026-07-22`` or ``managed-agents-2026-04-01``; an archived store is
-read-only.
+``expected_content_sha256`` is a 409). Every change records a memory version
+(``.../memory_versions``), as the service does: ``created``, ``modified`` (an update that
+changes neither content nor path records none) or ``deleted`` (without content, hash or
+size), written by an ``api_actor`` whose ``api_key_id`` stands for the emulator's key; the
+memory's ``memory_version_id`` names its latest one. Versions belong to the store: they stay
+after their memory is deleted and go with the store. They are read (``view=full`` by
+default), listed newest first (``view=basic`` by default; filtered by ``memory_id``,
+``operation``, ``api_key_id``, ``service_account_id``, ``session_id`` and
+``created_at[gte|lte]``) and redacted: ``content``, ``path``, ``content_sha256`` and
+``content_size_bytes`` become null and ``redacted_at``/``redacted_by`` are set; redacting
+again changes nothing. These routes take the beta ``agent-memory-2026-07-22`` or
+``managed-agents-2026-04-01``; an archived store is read-only (redactions included).
 """
 
 from __future__ import annotations
@@ -47,8 +55,17 @@ if TYPE_CHECKING:
 _MAX_CONTENT_BYTES = 102_400
 _MAX_PATH_BYTES = 1024
 _MAX_SEGMENTS = 20
-_MAX_FULL_PAGE = 20  # a page of memories with their content holds fewer
+_MAX_FULL_PAGE = 20  # a page of memories or versions with their content holds fewer
 _VIEWS = ("basic", "full")
+_OPERATIONS = ("created", "modified", "deleted")
+# What a redaction clears from a version.
+_REDACTED_FIELDS = ("content", "path", "content_sha256", "content_size_bytes")
+# The filters of a version list that name the version's author, by the actor type they match.
+_ACTOR_FILTERS = {
+    "api_key_id": "api_actor",
+    "service_account_id": "service_account_actor",
+    "session_id": "session_actor",
+}
 
 
 def _memory_path(value: Any, where: str = "path") -> str:
@@ -80,11 +97,27 @@ def _shown(memory: Mapping[str, Any], view: str) -> dict[str, Any]:
     return shown
 
 
-class _MemoryAPI(_ClaudeBase):
-    """The memory store and memory routes."""
+def _written_by(version: Mapping[str, Any], name: str, value: str) -> bool:
+    """Whether a version's author is the actor an ``api_key_id``-style filter names."""
+    author = version["created_by"]
+    if not isinstance(author, dict) or author["type"] != _ACTOR_FILTERS[name]:
+        return False
+    return bool(author[name] == value)
 
+
+class _MemoryAPI(_ClaudeBase):
+    """The memory store, memory and memory version routes."""
+
+    api_key: str
     _memory_stores: dict[str, dict[str, Any]]
     _memories: dict[str, dict[str, dict[str, Any]]]  # store id -> memory id -> memory
+    # store id -> version id -> version, oldest first
+    _memory_versions: dict[str, dict[str, dict[str, Any]]]
+
+    def _api_actor(self) -> dict[str, str]:
+        """The author of what comes in over REST: the key, by an id that is not the secret."""
+        digest = hashlib.sha256(self.api_key.encode()).hexdigest()[:24]
+        return {"type": "api_actor", "api_key_id": f"apikey_{digest}"}
 
     def _memory_store(self, store_id: str, *, writing: bool = False) -> dict[str, Any]:
         store = self._memory_stores.get(store_id)
@@ -111,6 +144,7 @@ class _MemoryAPI(_ClaudeBase):
         with self._condition:
             self._memory_stores[store["id"]] = store
             self._memories[store["id"]] = {}
+            self._memory_versions[store["id"]] = {}
             return copy.deepcopy(store)
 
     def _get_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
@@ -159,6 +193,7 @@ class _MemoryAPI(_ClaudeBase):
             self._memory_store(store_id)
             del self._memory_stores[store_id]
             del self._memories[store_id]
+            del self._memory_versions[store_id]
         return {"id": store_id, "type": "memory_store_deleted"}
 
     # --- memories -------------------------------------------------------------------------
@@ -175,7 +210,7 @@ class _MemoryAPI(_ClaudeBase):
             if memory["path"] == path and memory["id"] != own_id:
                 raise _APIError(409, f"a memory already exists at {path!r}")
 
-    def _write(self, memory: dict[str, Any], content: str) -> None:
+    def _write(self, memory: dict[str, Any], content: str, operation: str) -> None:
         """Give a memory new content: a new version, with its hash and size."""
         data = content.encode()
         memory.update(
@@ -185,6 +220,28 @@ class _MemoryAPI(_ClaudeBase):
             memory_version_id=_new_id("memver"),
             updated_at=utc_timestamp(),
         )
+        self._record_version(memory, operation)
+
+    def _record_version(self, memory: Mapping[str, Any], operation: str) -> None:
+        """Add a version to the store's history: the memory as this change left it (a
+        ``deleted`` version keeps only its path)."""
+        deleted = operation == "deleted"
+        version = {
+            "id": _new_id("memver") if deleted else memory["memory_version_id"],
+            "type": "memory_version",
+            "memory_store_id": memory["memory_store_id"],
+            "memory_id": memory["id"],
+            "operation": operation,
+            "path": memory["path"],
+            "content": None if deleted else memory["content"],
+            "content_sha256": None if deleted else memory["content_sha256"],
+            "content_size_bytes": None if deleted else memory["content_size_bytes"],
+            "created_at": utc_timestamp() if deleted else memory["updated_at"],
+            "created_by": self._api_actor(),
+            "redacted_at": None,
+            "redacted_by": None,
+        }
+        self._memory_versions[memory["memory_store_id"]][version["id"]] = version
 
     def _create_memory(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
         request = exchange.request
@@ -205,7 +262,7 @@ class _MemoryAPI(_ClaudeBase):
                 "path": path,
                 "created_at": utc_timestamp(),
             }
-            self._write(memory, content)
+            self._write(memory, content, "created")
             self._memories[store_id][memory["id"]] = memory
             return _shown(memory, view)
 
@@ -230,12 +287,16 @@ class _MemoryAPI(_ClaudeBase):
                     raise _invalid("precondition.type: Input should be 'content_sha256'")
                 if precondition.get("content_sha256") != memory["content_sha256"]:
                     raise _APIError(409, "the memory's content_sha256 does not match")
+            path = memory["path"]
             if body.get("path") is not None:
                 path = _memory_path(body["path"])
                 self._check_path_free(store_id, path, memory_id)
-                memory["path"] = path
             content = memory["content"] if body.get("content") is None else body["content"]
-            self._write(memory, _content(content))
+            content = _content(content)
+            if (path, content) != (memory["path"], memory["content"]):
+                # As the service: an update that changes nothing adds no version.
+                memory["path"] = path
+                self._write(memory, content, "modified")
             return _shown(memory, view)
 
     def _delete_memory(self, exchange: Exchange, store_id: str, memory_id: str) -> dict[str, Any]:
@@ -246,6 +307,7 @@ class _MemoryAPI(_ClaudeBase):
             if expected is not None and expected != memory["content_sha256"]:
                 raise _APIError(409, "the memory's content_sha256 does not match")
             del self._memories[store_id][memory_id]
+            self._record_version(memory, "deleted")
         return {"id": memory_id, "type": "memory_deleted"}
 
     def _list_memories(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
@@ -277,3 +339,60 @@ class _MemoryAPI(_ClaudeBase):
                 scope=f"memories:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
+
+    # --- memory versions ------------------------------------------------------------------
+
+    def _memory_version(self, store_id: str, version_id: str) -> dict[str, Any]:
+        self._memory_store(store_id)
+        version = self._memory_versions[store_id].get(version_id)
+        if version is None:
+            raise _not_found("memory version", version_id)
+        return version
+
+    def _get_memory_version(
+        self, exchange: Exchange, store_id: str, version_id: str
+    ) -> dict[str, Any]:
+        view = _query_choice(exchange.request, "view", _VIEWS) or "full"
+        with self._condition:
+            return _shown(self._memory_version(store_id, version_id), view)
+
+    def _list_memory_versions(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
+        request = exchange.request
+        view = _query_choice(request, "view", _VIEWS) or "basic"
+        operation = _query_choice(request, "operation", _OPERATIONS)
+        memory_id = query_value(request, "memory_id")
+        authors = {
+            name: value
+            for name in _ACTOR_FILTERS
+            if (value := query_value(request, name)) is not None
+        }
+        created = _time_filter(request, bounds=("gte", "lte"))
+        with self._condition:
+            self._memory_store(store_id)
+            versions = [
+                _shown(v, view)
+                for v in reversed(self._memory_versions[store_id].values())
+                if (memory_id is None or v["memory_id"] == memory_id)
+                and (operation is None or v["operation"] == operation)
+                and all(_written_by(v, name, value) for name, value in authors.items())
+                and created(v["created_at"])
+            ]
+            return self._page(
+                request,
+                versions,
+                scope=f"memory_versions:{store_id}",
+                max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
+            )
+
+    def _redact_memory_version(
+        self, exchange: Exchange, store_id: str, version_id: str
+    ) -> dict[str, Any]:
+        _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
+        with self._condition:
+            self._memory_store(store_id, writing=True)
+            version = self._memory_version(store_id, version_id)
+            if version["redacted_at"] is None:
+                version.update(dict.fromkeys(_REDACTED_FIELDS))
+                version["redacted_at"] = utc_timestamp()
+                version["redacted_by"] = self._api_actor()
+            return copy.deepcopy(version)

@@ -7,6 +7,12 @@ environment variable; they go through the same verbs, and an update cannot chang
 credential's ``auth.type``. As with the service, secrets go in and never come back out: the
 answers carry only the non-secret parts of ``auth``. An archived vault takes no new
 credentials; a session names vaults by id in ``vault_ids``.
+
+``.../mcp_oauth_validate`` stands in for the service's live probe of an MCP OAuth
+credential against its server: the emulator reaches no server, so it answers ``valid``
+with no failing probe step and no refresh attempted (``has_refresh_token`` says whether a
+refresh is configured). Any other kind of credential is refused with a 400
+``invalid_request_error``: there is no OAuth token to probe.
 """
 
 from __future__ import annotations
@@ -279,3 +285,25 @@ class _VaultsAPI(_ClaudeBase):
             self._credential(vault_id, credential_id)
             del self._credentials[credential_id]
         return {"id": credential_id, "type": "vault_credential_deleted"}
+
+    def _validate_credential(
+        self, exchange: Exchange, vault_id: str, credential_id: str
+    ) -> dict[str, Any]:
+        _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
+        with self._condition:
+            auth = self._credential(vault_id, credential_id)["auth"]
+            if auth["type"] != "mcp_oauth":
+                raise _invalid(
+                    f"credential {credential_id!r} is a {auth['type']} credential; "
+                    "only mcp_oauth credentials can be validated"
+                )
+            return {
+                "type": "vault_credential_validation",
+                "credential_id": credential_id,
+                "vault_id": vault_id,
+                "status": "valid",
+                "has_refresh_token": auth.get("refresh") is not None,
+                "mcp_probe": None,
+                "refresh": None,
+                "validated_at": utc_timestamp(),
+            }

@@ -879,6 +879,129 @@ def test_vaults_and_credentials_through_the_sdk(sdk: Any) -> None:
     assert client.beta.vaults.delete(vault.id).type == "vault_deleted"
 
 
+def test_memory_versions_record_every_change_through_the_sdk(sdk: Any) -> None:
+    _, client = sdk()
+    store = client.beta.memory_stores.create(name="notes")
+    memories = client.beta.memory_stores.memories
+    versions = client.beta.memory_stores.memory_versions
+    todo = memories.create(store.id, path="/todo.md", content="buy milk")
+    other = memories.create(store.id, path="/other.md", content="x")
+    moved = memories.update(todo.id, memory_store_id=store.id, path="/done.md")
+    unchanged = memories.update(todo.id, memory_store_id=store.id, content="buy milk")
+    assert unchanged.memory_version_id == moved.memory_version_id  # a no-op adds no version
+    memories.delete(todo.id, memory_store_id=store.id)
+
+    history = list(versions.list(store.id, memory_id=todo.id, limit=1))
+    assert [(v.operation, v.path) for v in history] == [
+        ("deleted", "/done.md"),
+        ("modified", "/done.md"),
+        ("created", "/todo.md"),
+    ]
+    deleted, modified, created = history
+    assert (created.id, modified.id) == (todo.memory_version_id, moved.memory_version_id)
+    assert (created.memory_store_id, created.memory_id) == (store.id, todo.id)
+    assert created.content is None  # view=basic is the list's default
+    assert (created.content_sha256, created.content_size_bytes) == (todo.content_sha256, 8)
+    assert (deleted.content_sha256, deleted.content_size_bytes) == (None, None)
+    assert created.created_by is not None
+    assert created.created_by.type == "api_actor"
+    assert (created.redacted_at, created.redacted_by) == (None, None)
+    assert versions.retrieve(created.id, memory_store_id=store.id).content == "buy milk"
+    basic = versions.retrieve(created.id, memory_store_id=store.id, view="basic")
+    assert (basic.content, basic.content_size_bytes) == (None, 8)
+    assert versions.retrieve(deleted.id, memory_store_id=store.id).content is None
+
+    # Each filter the SDK sends is applied.
+    assert [v.memory_id for v in versions.list(store.id, operation="created")] == [
+        other.id,
+        todo.id,
+    ]
+    assert [v.id for v in versions.list(store.id, operation="deleted")] == [deleted.id]
+    everything = list(versions.list(store.id, view="full", limit=2))
+    assert len(everything) == 4
+    assert [v.content for v in everything if v.operation == "created"] == ["x", "buy milk"]
+    with pytest.raises(anthropic.BadRequestError):
+        list(versions.list(store.id, view="full", limit=21))  # content comes 20 at a time
+    key_id = created.created_by.api_key_id  # type: ignore[union-attr]
+    assert len(list(versions.list(store.id, api_key_id=key_id))) == 4
+    assert list(versions.list(store.id, api_key_id="apikey_someone_else")) == []
+    assert list(versions.list(store.id, session_id="sesn_x")) == []
+    assert list(versions.list(store.id, service_account_id="svac_x")) == []
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    assert list(versions.list(store.id, created_at_gte=later)) == []
+    assert len(list(versions.list(store.id, created_at_lte=later))) == 4
+    with pytest.raises(anthropic.BadRequestError):
+        list(versions.list(store.id, operation="renamed"))  # type: ignore[arg-type]
+
+    redacted = versions.redact(created.id, memory_store_id=store.id)
+    assert redacted.redacted_at is not None
+    assert redacted.redacted_by is not None
+    assert redacted.redacted_by.type == "api_actor"
+    cleared = (redacted.content, redacted.path, redacted.content_sha256)
+    assert (*cleared, redacted.content_size_bytes) == (None, None, None, None)
+    assert (redacted.operation, redacted.created_by) == ("created", created.created_by)
+    assert versions.redact(created.id, memory_store_id=store.id) == redacted  # again: the same
+    assert versions.retrieve(created.id, memory_store_id=store.id) == redacted
+
+    for missing in (
+        lambda: versions.retrieve("memver_missing", memory_store_id=store.id),
+        lambda: versions.redact("memver_missing", memory_store_id=store.id),
+        lambda: list(versions.list("memstore_missing")),
+    ):
+        with pytest.raises(anthropic.NotFoundError) as raised:
+            missing()
+        check_strictly(ErrorResponse, raised.value.body, "404")
+        assert raised.value.body["error"]["type"] == "not_found_error"
+    client.beta.memory_stores.archive(store.id)
+    with pytest.raises(anthropic.BadRequestError):
+        versions.redact(modified.id, memory_store_id=store.id)  # an archived store is read-only
+    assert len(list(versions.list(store.id))) == 4
+    client.beta.memory_stores.delete(store.id)
+    with pytest.raises(anthropic.NotFoundError):
+        versions.retrieve(modified.id, memory_store_id=store.id)
+
+
+def test_mcp_oauth_credentials_validate_through_the_sdk(sdk: Any) -> None:
+    _, client = sdk()
+    vault = client.beta.vaults.create(display_name="Team")
+    other_vault = client.beta.vaults.create(display_name="Other")
+    credentials = client.beta.vaults.credentials
+    oauth = {"type": "mcp_oauth", "mcp_server_url": "https://mcp.example", "access_token": "a"}
+    plain = credentials.create(vault.id, auth=oauth)
+    refreshing = credentials.create(
+        vault.id,
+        auth={
+            **oauth,
+            "refresh": {
+                "client_id": "c",
+                "refresh_token": "r",
+                "token_endpoint": "https://auth.example/token",
+                "token_endpoint_auth": {"type": "none"},
+            },
+        },
+    )
+    bearer = credentials.create(vault.id, auth=_CREDENTIAL)
+
+    result = credentials.mcp_oauth_validate(plain.id, vault_id=vault.id)
+    assert (result.type, result.status) == ("vault_credential_validation", "valid")
+    assert (result.credential_id, result.vault_id) == (plain.id, vault.id)
+    assert (result.has_refresh_token, result.mcp_probe, result.refresh) == (False, None, None)
+    assert credentials.mcp_oauth_validate(refreshing.id, vault_id=vault.id).has_refresh_token
+
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        credentials.mcp_oauth_validate(bearer.id, vault_id=vault.id)
+    check_strictly(ErrorResponse, refused.value.body, "400")
+    assert refused.value.body["error"]["type"] == "invalid_request_error"
+    for credential_id, vault_id in (
+        ("vcrd_missing", vault.id),
+        (plain.id, "vlt_missing"),
+        (plain.id, other_vault.id),
+    ):
+        with pytest.raises(anthropic.NotFoundError) as raised:
+            credentials.mcp_oauth_validate(credential_id, vault_id=vault_id)
+        check_strictly(ErrorResponse, raised.value.body, "404")
+
+
 # --- errors and the listener ----------------------------------------------------------------
 
 
@@ -963,6 +1086,11 @@ _Step = tuple[str, Callable[[StrictAnthropic, dict[str, str]], Any], str, Callab
 _WHEN = datetime(2026, 1, 1, tzinfo=timezone.utc)
 _BODY = {"name": "n", "model": "claude-sonnet-4-6", "system": "s", "tools": [WEATHER]}
 _CREDENTIAL = {"type": "static_bearer", "mcp_server_url": "https://mcp.example", "token": "t"}
+_OAUTH_CREDENTIAL = {
+    "type": "mcp_oauth",
+    "mcp_server_url": "https://mcp.example",
+    "access_token": "a",
+}
 _STEPS: list[_Step] = [
     (
         "create agent",
@@ -1273,6 +1401,56 @@ _STEPS: list[_Step] = [
         lambda p, w: p.delete_memory(w["store"], w["memory"], expected_content_sha256=w["sha256"]),
     ),
     (
+        "get memory version",
+        lambda c, w: c.beta.memory_stores.memory_versions.retrieve(
+            w["memory_version"], memory_store_id=w["store"], view="basic"
+        ),
+        "get_memory_version",
+        lambda p, w: p.get_memory_version(w["store"], w["memory_version"], view="basic"),
+    ),
+    (
+        "list memory versions",
+        lambda c, w: list(c.beta.memory_stores.memory_versions.list(w["store"])),
+        "list_memory_versions",
+        lambda p, w: p.list_memory_versions(w["store"]),
+    ),
+    (
+        "list memory versions with filters",
+        lambda c, w: list(
+            c.beta.memory_stores.memory_versions.list(
+                w["store"],
+                memory_id=w["memory"],
+                operation="created",
+                api_key_id="apikey_x",
+                session_id="sesn_x",
+                service_account_id="svac_x",
+                created_at_gte=_WHEN,
+                created_at_lte=_WHEN + timedelta(days=36500),
+                view="full",
+            )
+        ),
+        "list_memory_versions",
+        lambda p, w: p.list_memory_versions(
+            w["store"],
+            memory_id=w["memory"],
+            operation="created",
+            api_key_id="apikey_x",
+            session_id="sesn_x",
+            service_account_id="svac_x",
+            created_at_gte=_WHEN,
+            created_at_lte=_WHEN + timedelta(days=36500),
+            view="full",
+        ),
+    ),
+    (
+        "redact memory version",
+        lambda c, w: c.beta.memory_stores.memory_versions.redact(
+            w["memory_version"], memory_store_id=w["store"]
+        ),
+        "redact_memory_version",
+        lambda p, w: p.redact_memory_version(w["store"], w["memory_version"]),
+    ),
+    (
         "delete memory store",
         lambda c, w: c.beta.memory_stores.delete(w["store"]),
         "delete_memory_store",
@@ -1293,6 +1471,14 @@ _STEPS: list[_Step] = [
         lambda p, w: p.update_vault_credential(
             w["vault"], w["credential"], {"auth": {"type": "static_bearer", "token": "u"}}
         ),
+    ),
+    (
+        "validate an MCP OAuth credential",
+        lambda c, w: c.beta.vaults.credentials.mcp_oauth_validate(
+            w["oauth_credential"], vault_id=w["vault"]
+        ),
+        "validate_vault_credential",
+        lambda p, w: p.validate_vault_credential(w["vault"], w["oauth_credential"]),
     ),
     (
         "list credentials",
@@ -1341,6 +1527,7 @@ def _world(emulator: ClaudeEmulator, api: Api) -> dict[str, str]:
     memory = ok(api.post(f"/v1/memory_stores/{store}/memories", {"path": "/m.md", "content": "x"}))
     vault = ok(api.post("/v1/vaults", {"display_name": "v"}))["id"]
     credential = ok(api.post(f"/v1/vaults/{vault}/credentials", {"auth": _CREDENTIAL}))["id"]
+    oauth = ok(api.post(f"/v1/vaults/{vault}/credentials", {"auth": _OAUTH_CREDENTIAL}))["id"]
     return {
         "agent": agent,
         "environment": environment,
@@ -1350,9 +1537,11 @@ def _world(emulator: ClaudeEmulator, api: Api) -> dict[str, str]:
         "file": api.upload_file("f.csv", b"a,b\n")["id"],
         "vault": vault,
         "credential": credential,
+        "oauth_credential": oauth,
         "store": store,
         "memory": memory["id"],
         "sha256": memory["content_sha256"],
+        "memory_version": memory["memory_version_id"],
     }
 
 

@@ -4,10 +4,11 @@ files, memory stores and vaults.
 Every method is one documented endpoint and returns the provider's JSON verbatim (plain dicts);
 list methods follow the cursor to the last page. Retries follow :mod:`req_managed_agents._retry`:
 
-* GET and DELETE, the ``archive`` POSTs (archiving twice leaves the same state) and the
-  updates of sessions, environments, memory stores, memories, vaults and credentials (an
-  update sets the fields it names, so a repeat leaves the same state) are retried on
-  connection errors, timeouts, 408/429/5xx/529;
+* GET and DELETE, the ``archive`` POSTs (archiving twice leaves the same state), redacting
+  a memory version (likewise), validating an MCP OAuth credential (a probe: a repeat probes
+  again and creates nothing) and the updates of sessions, environments, memory stores,
+  memories, vaults and credentials (an update sets the fields it names, so a repeat leaves
+  the same state) are retried on connection errors, timeouts, 408/429/5xx/529;
 * creating a session is retried the same way: a repeat can at worst leave an empty idle
   session behind (with its resources mounted), which does no work;
 * creates (agents, environments, memory stores, memories, vaults, credentials, session
@@ -63,6 +64,8 @@ _AUTH_SCHEMES = ("x-api-key", "bearer")
 # The API caps history pages at 1000; 100 keeps each response small while paging fast.
 EVENTS_PAGE_SIZE = 100
 LIST_PAGE_SIZE = 100
+# Lists whose items carry their content (``view="full"``) take pages of at most 20.
+FULL_VIEW_PAGE_SIZE = 20
 # How much of an error body that is not JSON an APIError keeps.
 _ERROR_BODY_EXCERPT = 2000
 
@@ -708,6 +711,43 @@ class ClaudeClient:
             headers=self._memory_headers(),
         )
 
+    def get_memory_version(
+        self, memory_store_id: str, memory_version_id: str, *, view: str | None = None
+    ) -> Json:
+        """One entry of a store's change history: the memory as one change left it, and who
+        made the change. Content comes with it unless ``view="basic"``; a redacted version
+        answers with ``content`` and ``path`` null."""
+        return self._json(
+            "GET",
+            _memory_version_path(memory_store_id, memory_version_id),
+            idempotent=True,
+            params=_query({"view": view}),
+            headers=self._memory_headers(),
+        )
+
+    def list_memory_versions(self, memory_store_id: str, **params: Any) -> list[Json]:
+        """Every version of a store's memories (all pages), newest first, those of deleted
+        memories included; ``memory_id``, ``operation``, ``api_key_id``, ``session_id``,
+        ``service_account_id`` and ``created_at_gte``/``created_at_lte`` filter.
+        ``view="full"`` adds each version's content, in pages of 20 (the API's cap)."""
+        query = _query(params)
+        if query.get("view") == "full":
+            query.setdefault("limit", FULL_VIEW_PAGE_SIZE)
+        path = f"/v1/memory_stores/{_segment(memory_store_id)}/memory_versions"
+        return self._list_all(path, query, self._memory_headers())
+
+    def redact_memory_version(self, memory_store_id: str, memory_version_id: str) -> Json:
+        """Erase a version's content, hash, size and path for good (a leaked secret, a
+        deletion request), keeping who wrote it and when; ``redacted_at`` is then set."""
+        return self._json(
+            "POST",
+            f"{_memory_version_path(memory_store_id, memory_version_id)}/redact",
+            # Redacting twice leaves the same state, as archiving does.
+            idempotent=True,
+            body={},
+            headers=self._memory_headers(),
+        )
+
     # -- vaults and their credentials -------------------------------------------------------
 
     def create_vault(self, body: Mapping[str, Any]) -> Json:
@@ -771,6 +811,15 @@ class ClaudeClient:
         """Delete a credential of a vault."""
         path = _credential_path(vault_id, credential_id)
         return self._json("DELETE", path, idempotent=True)
+
+    def validate_vault_credential(self, vault_id: str, credential_id: str) -> Json:
+        """Probe an MCP OAuth credential against its MCP server now: ``status`` is
+        ``valid``, ``invalid`` (the end user should authorize again) or ``unknown``, with the
+        failing ``mcp_probe`` step and any ``refresh`` attempted. Other kinds of credential
+        are refused by the API."""
+        path = f"{_credential_path(vault_id, credential_id)}/mcp_oauth_validate"
+        # A probe creates nothing: a repeat probes again, with whatever token is stored then.
+        return self._json("POST", path, idempotent=True, body={})
 
 
 def _json_object(response: requests.Response, what: str) -> Json:
@@ -843,6 +892,11 @@ def _thread_path(session_id: str, thread_id: str) -> str:
 
 def _memory_path(memory_store_id: str, memory_id: str) -> str:
     return f"/v1/memory_stores/{_segment(memory_store_id)}/memories/{_segment(memory_id)}"
+
+
+def _memory_version_path(memory_store_id: str, memory_version_id: str) -> str:
+    store = _segment(memory_store_id)
+    return f"/v1/memory_stores/{store}/memory_versions/{_segment(memory_version_id)}"
 
 
 def _credential_path(vault_id: str, credential_id: str) -> str:

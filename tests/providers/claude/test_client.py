@@ -586,6 +586,26 @@ ID_CALLS = [
         "/v1/memory_stores/{}/memories/mem_1",
         id="delete_memory_sid",
     ),
+    pytest.param(
+        lambda c, i: c.get_memory_version(i, "memver_1"),
+        "/v1/memory_stores/{}/memory_versions/memver_1",
+        id="get_memory_version_sid",
+    ),
+    pytest.param(
+        lambda c, i: c.get_memory_version("memstore_1", i),
+        "/v1/memory_stores/memstore_1/memory_versions/{}",
+        id="get_memory_version_vid",
+    ),
+    pytest.param(
+        lambda c, i: c.list_memory_versions(i),
+        "/v1/memory_stores/{}/memory_versions",
+        id="list_memory_versions",
+    ),
+    pytest.param(
+        lambda c, i: c.redact_memory_version("memstore_1", i),
+        "/v1/memory_stores/memstore_1/memory_versions/{}/redact",
+        id="redact_memory_version_vid",
+    ),
     pytest.param(lambda c, i: c.delete_vault(i), "/v1/vaults/{}", id="delete_vault"),
     pytest.param(
         lambda c, i: c.list_vault_credentials(i), "/v1/vaults/{}/credentials", id="credentials"
@@ -599,6 +619,11 @@ ID_CALLS = [
         lambda c, i: c.archive_vault_credential(i, "cred_1"),
         "/v1/vaults/{}/credentials/cred_1/archive",
         id="archive_credential_vid",
+    ),
+    pytest.param(
+        lambda c, i: c.validate_vault_credential("vlt_1", i),
+        "/v1/vaults/vlt_1/credentials/{}/mcp_oauth_validate",
+        id="validate_credential_cid",
     ),
 ]
 
@@ -643,6 +668,12 @@ def test_ids_are_escaped_into_exactly_one_path_segment(
         pytest.param(lambda c, i: c.get_agent(i), ".", id="get_agent-."),
         pytest.param(lambda c, i: c.get_thread("sesn_1", i), "..", id="get_thread-.."),
         pytest.param(lambda c, i: c.delete_memory(i, "mem_1"), "..", id="delete_memory-.."),
+        pytest.param(
+            lambda c, i: c.redact_memory_version("memstore_1", i), "..", id="redact_version-.."
+        ),
+        pytest.param(
+            lambda c, i: c.validate_vault_credential(i, "cred_1"), ".", id="validate_credential-."
+        ),
         pytest.param(
             lambda c, i: c.delete_vault_credential("vlt_1", i), "..", id="delete_credential-.."
         ),
@@ -1296,6 +1327,12 @@ IDEMPOTENT_WRITES = [
         id="delete_memory",
     ),
     pytest.param(
+        lambda c: c.redact_memory_version("memstore_1", "memver_1"),
+        "POST",
+        "/v1/memory_stores/memstore_1/memory_versions/memver_1/redact",
+        id="redact_memory_version",
+    ),
+    pytest.param(
         lambda c: c.update_vault("vlt_1", {"display_name": "v"}),
         "POST",
         "/v1/vaults/vlt_1",
@@ -1322,6 +1359,12 @@ IDEMPOTENT_WRITES = [
         "DELETE",
         "/v1/vaults/vlt_1/credentials/cred_1",
         id="delete_credential",
+    ),
+    pytest.param(
+        lambda c: c.validate_vault_credential("vlt_1", "cred_1"),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1/mcp_oauth_validate",
+        id="validate_credential",
     ),
 ]
 
@@ -1987,6 +2030,33 @@ CONTROL_PLANE_ENDPOINTS = [
         id="delete_memory_if_unchanged",
     ),
     pytest.param(
+        lambda c: c.get_memory_version("memstore_1", "memver_1"),
+        "GET",
+        "/v1/memory_stores/memstore_1/memory_versions/memver_1",
+        {},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="get_memory_version",
+    ),
+    pytest.param(
+        lambda c: c.get_memory_version("memstore_1", "memver_1", view="basic"),
+        "GET",
+        "/v1/memory_stores/memstore_1/memory_versions/memver_1",
+        {"view": ["basic"]},
+        None,
+        MEMORY_AND_AGENTS_BETA,
+        id="get_memory_version_basic_view",
+    ),
+    pytest.param(
+        lambda c: c.redact_memory_version("memstore_1", "memver_1"),
+        "POST",
+        "/v1/memory_stores/memstore_1/memory_versions/memver_1/redact",
+        {},
+        {},
+        MEMORY_AND_AGENTS_BETA,
+        id="redact_memory_version",
+    ),
+    pytest.param(
         lambda c: c.create_vault({"display_name": "prod", "metadata": {"team": "infra"}}),
         "POST",
         "/v1/vaults",
@@ -2078,6 +2148,15 @@ CONTROL_PLANE_ENDPOINTS = [
         MANAGED_AGENTS_BETA,
         id="delete_vault_credential",
     ),
+    pytest.param(
+        lambda c: c.validate_vault_credential("vlt_1", "cred_1"),
+        "POST",
+        "/v1/vaults/vlt_1/credentials/cred_1/mcp_oauth_validate",
+        {},
+        {},
+        MANAGED_AGENTS_BETA,
+        id="validate_vault_credential",
+    ),
 ]
 
 
@@ -2151,6 +2230,39 @@ CONTROL_PLANE_LISTS = [
         {"limit": ["100"], "path_prefix": ["/notes/"], "depth": ["1"], "view": ["basic"]},
         MEMORY_AND_AGENTS_BETA,
         id="list_memories",
+    ),
+    pytest.param(
+        lambda c: c.list_memory_versions(
+            "memstore_1",
+            memory_id="mem_1",
+            operation="deleted",
+            api_key_id="apikey_1",
+            created_at_gte=datetime(2026, 4, 1, tzinfo=timezone.utc),
+        ),
+        "/v1/memory_stores/memstore_1/memory_versions",
+        {
+            "limit": ["100"],
+            "memory_id": ["mem_1"],
+            "operation": ["deleted"],
+            "api_key_id": ["apikey_1"],
+            "created_at[gte]": ["2026-04-01T00:00:00+00:00"],
+        },
+        MEMORY_AND_AGENTS_BETA,
+        id="list_memory_versions",
+    ),
+    pytest.param(
+        lambda c: c.list_memory_versions("memstore_1", view="full"),
+        "/v1/memory_stores/memstore_1/memory_versions",
+        {"limit": ["20"], "view": ["full"]},
+        MEMORY_AND_AGENTS_BETA,
+        id="list_memory_versions_full_view_pages_of_20",
+    ),
+    pytest.param(
+        lambda c: c.list_memory_versions("memstore_1", view="full", limit=5),
+        "/v1/memory_stores/memstore_1/memory_versions",
+        {"limit": ["5"], "view": ["full"]},
+        MEMORY_AND_AGENTS_BETA,
+        id="list_memory_versions_own_page_size",
     ),
     pytest.param(
         lambda c: c.list_vaults(include_archived=True),
@@ -2309,6 +2421,10 @@ def test_a_changed_memory_beta_is_sent_with_the_managed_agents_beta(
         ),
         pytest.param(lambda c: c.get_thread("sesn_1", ""), "id", id="empty-thread-id"),
         pytest.param(lambda c: c.get_vault_credential("", "cred_1"), "id", id="empty-vault-id"),
+        pytest.param(
+            lambda c: c.get_memory_version("memstore_1", ""), "id", id="empty-memory-version-id"
+        ),
+        pytest.param(lambda c: c.list_memory_versions(""), "id", id="empty-memory-store-id"),
     ],
 )
 def test_invalid_control_plane_calls_raise_value_error_before_any_request(
@@ -2700,3 +2816,81 @@ def test_bearer_auth_over_loopback(emulator: ClaudeEmulator) -> None:
     [request] = emulator.requests
     assert request.headers["authorization"] == f"Bearer {emulator.api_key}"
     assert "x-api-key" not in request.headers
+
+
+def test_memory_versions_over_loopback(emulator: ClaudeEmulator) -> None:
+    with emulator.provider(max_retries=2) as provider:
+        client = provider.client
+        store = client.create_memory_store({"name": "notes"})["id"]
+        memory = client.create_memory(store, "/todo.md", "buy milk")
+        other = client.create_memory(store, "/other.md", "x")
+        client.update_memory(store, memory["id"], {"content": "buy oat milk"})
+        client.delete_memory(store, memory["id"])
+
+        history = client.list_memory_versions(store, memory_id=memory["id"], limit=1)
+        created = client.get_memory_version(store, memory["memory_version_id"])
+        deletions = client.list_memory_versions(store, operation="deleted")
+        full = client.list_memory_versions(store, view="full")  # pages of 20, not 100
+        key_id = created["created_by"]["api_key_id"]
+        mine = client.list_memory_versions(store, api_key_id=key_id)
+        since = client.list_memory_versions(
+            store, created_at_gte=datetime.now(timezone.utc).replace(year=2100)
+        )
+        # The redaction lands but its answer is lost: the retry finds it redacted already.
+        emulator.reset_requests(
+            "POST", f"/v1/memory_stores/{store}/memory_versions/.*/redact", after_acting=True
+        )
+        redacted = client.redact_memory_version(store, created["id"])
+        after = client.get_memory_version(store, created["id"])
+        with pytest.raises(NotFoundError) as missing:
+            client.get_memory_version(store, "memver_missing")
+
+    assert [v["operation"] for v in history] == ["deleted", "modified", "created"]
+    assert (created["content"], created["path"], created["memory_id"]) == (
+        "buy milk",
+        "/todo.md",
+        memory["id"],
+    )
+    assert [v["memory_id"] for v in deletions] == [memory["id"]]
+    assert [v["content"] for v in full] == [None, "buy oat milk", "x", "buy milk"]
+    assert {r.query.get("limit", [""])[0] for r in emulator.requests if "view" in r.query} == {"20"}
+    assert len(mine) == 4
+    assert since == []
+    assert redacted == after
+    assert (redacted["content"], redacted["path"], redacted["content_sha256"]) == (None,) * 3
+    assert redacted["redacted_at"] is not None
+    assert redacted["redacted_by"] == created["created_by"]
+    assert other["memory_version_id"] in {v["id"] for v in mine}
+    redactions = [r for r in emulator.requests if r.path.endswith("/redact")]
+    assert len(redactions) == 2  # redacting again leaves the same state, so it was retried
+    assert missing.value.error_type == "not_found_error"
+
+
+def test_validating_a_credential_over_loopback(emulator: ClaudeEmulator) -> None:
+    with emulator.provider(max_retries=2) as provider:
+        client = provider.client
+        vault = client.create_vault({"display_name": "team"})["id"]
+        oauth = client.create_vault_credential(
+            vault,
+            {
+                "auth": {
+                    "type": "mcp_oauth",
+                    "mcp_server_url": "https://mcp.test",
+                    "access_token": "a",
+                }
+            },
+        )["id"]
+        bearer = client.create_vault_credential(vault, {"auth": CREDENTIAL_AUTH})["id"]
+        emulator.fail_requests("POST", f"/v1/vaults/{vault}/credentials/{oauth}/.*", 500)
+        validation = client.validate_vault_credential(vault, oauth)
+        with pytest.raises(BadRequestError) as refused:
+            client.validate_vault_credential(vault, bearer)
+        with pytest.raises(NotFoundError):
+            client.validate_vault_credential(vault, "vcrd_missing")
+
+    assert validation["type"] == "vault_credential_validation"
+    assert (validation["credential_id"], validation["vault_id"]) == (oauth, vault)
+    assert (validation["status"], validation["has_refresh_token"]) == ("valid", False)
+    assert refused.value.error_type == "invalid_request_error"
+    probes = [r for r in emulator.requests if r.path.endswith("/mcp_oauth_validate")]
+    assert len(probes) == 4  # the 500 was retried: a probe creates nothing
