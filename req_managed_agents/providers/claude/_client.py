@@ -669,9 +669,10 @@ class ClaudeClient:
 
     def list_memories(self, memory_store_id: str, **params: Any) -> list[Json]:
         """Every memory of a store (all pages); ``path_prefix``, ``depth`` and ``view`` as
-        the API takes them (``depth=1`` groups deeper paths into ``memory_prefix`` items)."""
+        the API takes them (``depth=1`` groups deeper paths into ``memory_prefix`` items;
+        ``view="full"`` adds each memory's content, in pages of 20, the API's cap)."""
         path = f"/v1/memory_stores/{_segment(memory_store_id)}/memories"
-        return self._list_all(path, _query(params), self._memory_headers())
+        return self._list_all(path, _content_query(params), self._memory_headers())
 
     def update_memory(
         self,
@@ -730,11 +731,8 @@ class ClaudeClient:
         memories included; ``memory_id``, ``operation``, ``api_key_id``, ``session_id``,
         ``service_account_id`` and ``created_at_gte``/``created_at_lte`` filter.
         ``view="full"`` adds each version's content, in pages of 20 (the API's cap)."""
-        query = _query(params)
-        if query.get("view") == "full":
-            query.setdefault("limit", FULL_VIEW_PAGE_SIZE)
         path = f"/v1/memory_stores/{_segment(memory_store_id)}/memory_versions"
-        return self._list_all(path, query, self._memory_headers())
+        return self._list_all(path, _content_query(params), self._memory_headers())
 
     def redact_memory_version(self, memory_store_id: str, memory_version_id: str) -> Json:
         """Erase a version's content, hash, size and path for good (a leaked secret, a
@@ -888,6 +886,14 @@ def _query(params: Mapping[str, Any]) -> dict[str, Any]:
 
 def _thread_path(session_id: str, thread_id: str) -> str:
     return f"/v1/sessions/{_segment(session_id)}/threads/{_segment(thread_id)}"
+
+
+def _content_query(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The query of a memory list; with ``view="full"`` its pages are at most 20 long."""
+    query = _query(params)
+    if query.get("view") == "full":
+        query.setdefault("limit", FULL_VIEW_PAGE_SIZE)
+    return query
 
 
 def _memory_path(memory_store_id: str, memory_id: str) -> str:

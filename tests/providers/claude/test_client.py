@@ -2818,6 +2818,23 @@ def test_bearer_auth_over_loopback(emulator: ClaudeEmulator) -> None:
     assert "x-api-key" not in request.headers
 
 
+def test_listing_memories_with_their_content_takes_pages_the_api_allows(
+    emulator: ClaudeEmulator,
+) -> None:
+    # With view="full" a page holds at most 20 memories; asking for 100 is refused.
+    with emulator.provider() as provider:
+        client = provider.client
+        store = client.create_memory_store({"name": "notes"})["id"]
+        for n in range(45):
+            client.create_memory(store, f"/notes/{n:02d}.md", f"note {n}")
+        full = client.list_memories(store, view="full")
+        basic = client.list_memories(store)
+    assert sorted(m["content"] for m in full) == sorted(f"note {n}" for n in range(45))
+    assert len(basic) == 45
+    pages = [r for r in emulator.requests if r.path.endswith("/memories") and r.method == "GET"]
+    assert [r.query.get("limit") for r in pages[:3]] == [["20"], ["20"], ["20"]]
+
+
 def test_memory_versions_over_loopback(emulator: ClaudeEmulator) -> None:
     with emulator.provider(max_retries=2) as provider:
         client = provider.client
