@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._claude_api import (
     _MAX_RESOURCE_PAGE,
     _APIError,
+    _archive,
     _flag,
     _invalid,
     _json_object,
@@ -273,8 +274,7 @@ class _AgentsAPI(_ClaudeBase):
         _json_object(exchange.request, optional=True)
         with self._condition:
             agent = self._agent(agent_id)
-            if not agent["archived_at"]:
-                agent["archived_at"] = agent["updated_at"] = utc_timestamp()
+            if _archive(agent):
                 for version in self._agent_versions[agent_id]:
                     version["archived_at"] = agent["archived_at"]
             return copy.deepcopy(agent)
@@ -366,8 +366,7 @@ class _AgentsAPI(_ClaudeBase):
         _json_object(exchange.request, optional=True)
         with self._condition:
             environment = self._environment(environment_id)
-            if not environment["archived_at"]:
-                environment["archived_at"] = environment["updated_at"] = utc_timestamp()
+            _archive(environment)
             return copy.deepcopy(environment)
 
     def _delete_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:

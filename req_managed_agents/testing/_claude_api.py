@@ -12,7 +12,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._server import query_value
+from req_managed_agents.testing._server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
@@ -78,6 +78,15 @@ class _APIError(Exception):
 
 def _invalid(message: str) -> _APIError:
     return _APIError(400, message)
+
+
+def _archive(record: dict[str, Any]) -> bool:
+    """Archive a resource the first time only (archiving again changes nothing, as on the
+    service); True when this call archived it."""
+    if record["archived_at"]:
+        return False
+    record["archived_at"] = record["updated_at"] = utc_timestamp()
+    return True
 
 
 def _not_found(kind: str, object_id: str) -> _APIError:

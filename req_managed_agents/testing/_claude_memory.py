@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._claude_api import (
     _MAX_RESOURCE_PAGE,
     _APIError,
+    _archive,
     _flag,
     _invalid,
     _json_object,
@@ -184,8 +185,7 @@ class _MemoryAPI(_ClaudeBase):
         _json_object(exchange.request, optional=True)
         with self._condition:
             store = self._memory_store(store_id)
-            if not store["archived_at"]:
-                store["archived_at"] = store["updated_at"] = utc_timestamp()
+            _archive(store)
             return copy.deepcopy(store)
 
     def _delete_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._claude_api import (
     _MAX_EVENTS_PAGE,
     _MAX_RESOURCE_PAGE,
+    _archive,
     _invalid,
     _json_object,
     _not_found,
     _query_values,
 )
 from req_managed_agents.testing._claude_stream import _EventStream
-from req_managed_agents.testing._server import utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._claude_base import _Session, _Thread
@@ -79,8 +79,7 @@ class _ThreadsAPI(_EventStream):
                 raise _invalid("the primary thread cannot be archived; archive the session")
             if thread.record["status"] in ("running", "rescheduling"):
                 raise _invalid("a running thread cannot be archived; interrupt it first")
-            if not thread.record["archived_at"]:
-                thread.record["archived_at"] = thread.record["updated_at"] = utc_timestamp()
+            _archive(thread.record)
             return _thread_view(session, thread)
 
     def _list_thread_events(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._claude_api import (
     _MAX_RESOURCE_PAGE,
+    _archive,
     _flag,
     _invalid,
     _json_object,
@@ -182,8 +183,7 @@ class _VaultsAPI(_ClaudeBase):
         _json_object(exchange.request, optional=True)
         with self._condition:
             vault = self._vault(vault_id)
-            if not vault["archived_at"]:
-                vault["archived_at"] = vault["updated_at"] = utc_timestamp()
+            _archive(vault)
             return copy.deepcopy(vault)
 
     def _delete_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
@@ -274,8 +274,7 @@ class _VaultsAPI(_ClaudeBase):
         _json_object(exchange.request, optional=True)
         with self._condition:
             credential = self._credential(vault_id, credential_id)
-            if not credential["archived_at"]:
-                credential["archived_at"] = credential["updated_at"] = utc_timestamp()
+            _archive(credential)
             return copy.deepcopy(credential)
 
     def _delete_credential(
