@@ -131,8 +131,9 @@ def test_resuming_with_a_prompt_after_a_turn_that_gave_up_delivers_the_prompt(
     session.start("p1")
     assert emulator.wait_until(lambda: session.session_id is not None)
     session_id = str(session.session_id)
+    # The session exists before its prompt is posted: its log may still be empty.
     assert emulator.wait_until(
-        lambda: emulator.events(session_id)[-1]["type"] == "session.status_running"
+        lambda: [e["type"] for e in emulator.events(session_id)][-1:] == ["session.status_running"]
     )
     emulator.fail_turn(session_id)
     assert session.wait(10).stop_reason["retry_status"] == {"type": "exhausted"}
