@@ -330,28 +330,6 @@ LIST_ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize(("call", "path", "query", "beta"), LIST_ENDPOINTS)
-def test_list_endpoint_sends_get_with_query_and_headers(
-    call: Call,
-    path: str,
-    query: dict[str, list[str]],
-    beta: str,
-    client: ClaudeClient,
-    mock: responses.RequestsMock,
-) -> None:
-    items = [{"id": "a"}, {"id": "b"}]
-    mock.add(responses.GET, API + path, json={"data": items, "next_page": None})
-
-    assert call(client) == items
-
-    assert len(mock.calls) == 1
-    request = mock.calls[0].request
-    assert request.method == "GET"
-    assert path_of(request) == path
-    assert query_of(request) == query
-    assert_managed_agents_headers(request, beta)
-
-
 @pytest.mark.parametrize(
     ("call", "method", "path"),
     [
@@ -2322,8 +2300,9 @@ CONTROL_PLANE_LISTS = [
 ]
 
 
-@pytest.mark.parametrize(("call", "path", "query", "beta"), CONTROL_PLANE_LISTS)
-def test_control_plane_list_sends_the_sdk_query_in_bracket_form(
+# The control-plane lists send the SDK's query parameters in bracket form.
+@pytest.mark.parametrize(("call", "path", "query", "beta"), LIST_ENDPOINTS + CONTROL_PLANE_LISTS)
+def test_list_endpoint_sends_get_with_query_and_headers(
     call: Call,
     path: str,
     query: dict[str, list[str]],
