@@ -13,36 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents._handler import ConfirmationHandler, EventHandler, Handler, ToolContext
-from req_managed_agents._stream import (
-    ConfirmationAnswered,
-    MessageDone,
-    StreamItem,
-    TextDelta,
-    TextReset,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnEnded,
-)
-from req_managed_agents._tools import Tool, Tools
-from req_managed_agents._version import __version__
-from req_managed_agents._vocabulary import (
-    Allow,
-    Artifact,
-    ContentBlock,
-    Decision,
-    Deny,
-    Document,
-    Image,
-    Outcome,
-    SessionInfo,
-    SessionResult,
-    Terminal,
-    ToolResult,
-    ToolUse,
-    TurnResult,
-    Usage,
-)
+# Imported for its effect: it registers the notebook renderers the value types call.
+from req_managed_agents.display import _notebook  # noqa: F401
 from req_managed_agents.errors import (
     APIError,
     ArtifactError,
@@ -80,11 +52,48 @@ from req_managed_agents.errors import (
     UnknownTagError,
     UnresolvedRequiresActionError,
 )
+from req_managed_agents.model._stream import (
+    ConfirmationAnswered,
+    MessageDone,
+    StreamItem,
+    TextDelta,
+    TextReset,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
+from req_managed_agents.model._vocabulary import (
+    Allow,
+    Artifact,
+    ContentBlock,
+    Decision,
+    Deny,
+    Document,
+    Image,
+    Outcome,
+    SessionInfo,
+    SessionResult,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
+from req_managed_agents.tools._handler import (
+    ConfirmationHandler,
+    EventHandler,
+    Handler,
+    ToolContext,
+)
+from req_managed_agents.tools._registry import Tool, Tools
+
+__version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
-    from req_managed_agents._batch import BatchItem, BatchOutcome, read_prompts, run_batch
-    from req_managed_agents._ledger import ToolLedger, UnfinishedPolicy
-    from req_managed_agents._session import ConfirmPolicy, Session, TurnGuard, run_to_completion
+    from req_managed_agents.drivers._batch import BatchItem, BatchOutcome, read_prompts, run_batch
+    from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
+    from req_managed_agents.drivers._options import ConfirmPolicy, SessionOptions, TurnGuard
+    from req_managed_agents.drivers._session import Session, run_to_completion
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
     from req_managed_agents.provisioner import (
         AgentSpec,
@@ -101,24 +110,25 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "AgentSpec": "req_managed_agents.provisioner",
     "EnvironmentSpec": "req_managed_agents.provisioner",
-    "FileStore": "req_managed_agents.provisioner",
-    "MemoryStore": "req_managed_agents.provisioner",
+    "FileStore": "req_managed_agents.stores",
+    "MemoryStore": "req_managed_agents.stores",
     "ensure_environment": "req_managed_agents.provisioner",
     "provision": "req_managed_agents.provisioner",
     "teardown": "req_managed_agents.provisioner",
     "BedrockAgentCore": "req_managed_agents.providers",
     "ClaudeManagedAgents": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
-    "BatchItem": "req_managed_agents._batch",
-    "BatchOutcome": "req_managed_agents._batch",
-    "read_prompts": "req_managed_agents._batch",
-    "run_batch": "req_managed_agents._batch",
-    "ConfirmPolicy": "req_managed_agents._session",
-    "Session": "req_managed_agents._session",
-    "ToolLedger": "req_managed_agents._ledger",
-    "UnfinishedPolicy": "req_managed_agents._ledger",
-    "TurnGuard": "req_managed_agents._session",
-    "run_to_completion": "req_managed_agents._session",
+    "BatchItem": "req_managed_agents.drivers._batch",
+    "BatchOutcome": "req_managed_agents.drivers._batch",
+    "read_prompts": "req_managed_agents.drivers._batch",
+    "run_batch": "req_managed_agents.drivers._batch",
+    "ConfirmPolicy": "req_managed_agents.drivers._options",
+    "Session": "req_managed_agents.drivers._session",
+    "ToolLedger": "req_managed_agents.drivers._ledger",
+    "UnfinishedPolicy": "req_managed_agents.drivers._ledger",
+    "TurnGuard": "req_managed_agents.drivers._options",
+    "SessionOptions": "req_managed_agents.drivers._options",
+    "run_to_completion": "req_managed_agents.drivers._session",
 }
 
 __all__ = [
@@ -175,6 +185,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionInfo",
+    "SessionOptions",
     "SessionResult",
     "SessionTimeoutError",
     "StreamError",

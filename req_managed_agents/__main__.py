@@ -2,6 +2,6 @@
 
 import sys
 
-from req_managed_agents._cli import main
+from req_managed_agents.cli._main import main
 
 sys.exit(main())

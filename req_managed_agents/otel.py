@@ -24,8 +24,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents import telemetry
-from req_managed_agents._version import __version__
+from req_managed_agents import __version__, telemetry
 from req_managed_agents.errors import MissingDependencyError
 
 __all__ = ["instrument"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from req_managed_agents import BatchItem, ConfigurationError, read_prompts, run_batch
-from req_managed_agents import _batch as batch_module
+from req_managed_agents.drivers import _batch as batch_module
 from req_managed_agents.testing import ClaudeEmulator, Turn
 from tests._tools import CountingTools
 
@@ -36,7 +36,7 @@ def lines(path: Path) -> list[dict[str, object]]:
 def test_two_hundred_prompts_through_rate_limits_all_finish(
     emulator: ClaudeEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(batch_module, "RATE_LIMIT_BACKOFF", 0.01)
+    monkeypatch.setattr(batch_module, "RATE_LIMITED", batch_module.RATE_LIMITED.but(base=0.01))
     # Bursts of refusals longer than the HTTP layer's own retries, with and without a hint.
     emulator.fail_requests("POST", "/v1/sessions", 429, times=12, retry_after=0.02)
     emulator.fail_requests("POST", "/v1/sessions", 429, times=6)

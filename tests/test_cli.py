@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import _cli
-from req_managed_agents._demo import run_demo
+from req_managed_agents.cli import _main as _cli
+from req_managed_agents.cli._demo import run_demo
 from req_managed_agents.testing import ClaudeEmulator
 
 SPEC: dict[str, Any] = {

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import _cli
-from req_managed_agents._cli_run import Display
-from req_managed_agents._stream import (
+from req_managed_agents.cli import _main as _cli
+from req_managed_agents.cli._output import Display
+from req_managed_agents.model._stream import (
     MessageDone,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
 )
-from req_managed_agents._vocabulary import ToolResult, ToolUse, TurnResult
+from req_managed_agents.model._vocabulary import ToolResult, ToolUse, TurnResult
 from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, Turn, call
 from tests.test_cli import agentcore_env, fails, offline, one_error_line
 

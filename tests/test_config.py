@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from req_managed_agents import ConfigurationError
-from req_managed_agents._config import required_setting, setting, text_setting
+from req_managed_agents.transport._config import required_setting, setting, text_setting
 
 
 def test_explicit_argument_wins(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from req_managed_agents import (
     TurnResult,
     Usage,
 )
-from req_managed_agents._display import ROW_LIMIT, TEXT_LIMIT, VALUE_LIMIT
+from req_managed_agents.display._layout import ROW_LIMIT, TEXT_LIMIT, VALUE_LIMIT
 
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
 

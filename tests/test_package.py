@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import req_managed_agents
-from req_managed_agents import _cli
+from req_managed_agents.cli import _main as _cli
 
 PACKAGE_DIR = Path(req_managed_agents.__file__).parent
 

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from req_managed_agents import run_to_completion
-from req_managed_agents._progress import Progress
+from req_managed_agents.display._progress import Progress
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools
 

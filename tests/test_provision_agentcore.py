@@ -23,8 +23,8 @@ from req_managed_agents.provisioner import (
     provision,
     teardown,
 )
+from req_managed_agents.provisioner._harness import HARNESS_ENVIRONMENT_MEMBERS, harness_body
 from req_managed_agents.provisioner._identity import AGENTCORE_NAMES, compose_name, digest8
-from req_managed_agents.provisioner._provision import HARNESS_ENVIRONMENT_MEMBERS, _harness_body
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn
 
 ROLE = "arn:aws:iam::123456789012:role/HarnessRole"
@@ -96,7 +96,7 @@ def test_a_lost_store_adopts_the_existing_harness(
 def test_a_409_on_create_adopts_the_rival_harness(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
-    name = compose_name(SPEC.name, digest8(_harness_body(SPEC, None, ROLE)), AGENTCORE_NAMES)
+    name = compose_name(SPEC.name, digest8(harness_body(SPEC, None, ROLE)), AGENTCORE_NAMES)
     rival: list[str] = []
     emulator.before_requests(
         "POST", "/harnesses", lambda: rival.append(emulator.add_harness(name=name))
@@ -209,7 +209,7 @@ def test_an_environment_object_goes_under_the_environment_member(
 def test_an_environment_config_mixing_both_forms_is_refused() -> None:
     config = {"agentCoreRuntimeEnvironment": {}, "environmentVariables": {"A": "1"}}
     with pytest.raises(ValueError, match="nest it under 'environment'"):
-        _harness_body(SPEC, EnvironmentSpec(config), ROLE)
+        harness_body(SPEC, EnvironmentSpec(config), ROLE)
 
 
 def test_the_environment_members_we_know_are_the_models() -> None:

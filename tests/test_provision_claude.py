@@ -284,14 +284,14 @@ def test_file_store_survives_between_runs(
 def test_a_409_on_create_recovers_the_resource_by_name(
     provider: ClaudeManagedAgents, emulator: ClaudeEmulator
 ) -> None:
-    from req_managed_agents.provisioner._identity import CLAUDE_NAMES, compose_name, digest8
-    from req_managed_agents.provisioner._provision import (
+    from req_managed_agents.provisioner._claude import (
         DEFAULT_CLAUDE_ENVIRONMENT,
-        _claude_agent_body,
+        claude_agent_body,
     )
+    from req_managed_agents.provisioner._identity import CLAUDE_NAMES, compose_name, digest8
 
     name = compose_name(
-        SPEC.name, digest8(_claude_agent_body(SPEC, DEFAULT_CLAUDE_ENVIRONMENT)), CLAUDE_NAMES
+        SPEC.name, digest8(claude_agent_body(SPEC, DEFAULT_CLAUDE_ENVIRONMENT)), CLAUDE_NAMES
     )
     rival: list[str] = []
     # Another client creates the same agent between our lookup and our create.

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import APIError, ConfigurationError, telemetry
-from req_managed_agents._redact import MASK, Secret, get_logger, redact, redact_value
+from req_managed_agents.transport._redact import MASK, Secret, get_logger, redact, redact_value
 
 CANARY = "sk-ant-api03-CANARY-5f0e1d2c3b4a59687766554433221100"
 

@@ -23,8 +23,8 @@ from req_managed_agents import (
     Usage,
     run_to_completion,
 )
-from req_managed_agents._session import Session
-from req_managed_agents._vocabulary import Outcome
+from req_managed_agents.drivers._session import Session
+from req_managed_agents.model._vocabulary import Outcome
 from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 
 

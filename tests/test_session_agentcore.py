@@ -29,7 +29,7 @@ from req_managed_agents import (
     Tools,
     run_to_completion,
 )
-from req_managed_agents._session import Session
+from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import APIError
 from req_managed_agents.providers.agentcore import (
     BedrockAgentCore,
@@ -80,7 +80,7 @@ def provider(emulator: AgentCoreEmulator) -> Iterator[BedrockAgentCore]:
 @pytest.fixture
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shrink the invocation retry backoff (its length is not what these tests check)."""
-    monkeypatch.setattr(_conversation, "RETRY_BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(_conversation, "INVOKE_RETRY", _conversation.INVOKE_RETRY.but(base=0.01))
 
 
 def run(
@@ -399,7 +399,8 @@ def test_throttling_and_server_errors_are_retried_and_succeed(
 def test_a_throttle_retry_waits_for_retry_after_instead_of_the_backoff(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_conversation, "RETRY_BACKOFF_BASE", 5.0)  # >= 3.75 s if used
+    slow = _conversation.INVOKE_RETRY.but(base=5.0)  # >= 3.75 s if used
+    monkeypatch.setattr(_conversation, "INVOKE_RETRY", slow)
     emulator.fail_requests("POST", INVOKE_PATH, 429, retry_after=0.3)
     result = run(provider, emulator, CountingTools())
     assert result.text == "The answer is 7."

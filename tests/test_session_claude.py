@@ -24,7 +24,7 @@ from req_managed_agents import (
     run_to_completion,
     telemetry,
 )
-from req_managed_agents._session import Session
+from req_managed_agents.drivers._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools

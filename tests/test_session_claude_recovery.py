@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from req_managed_agents import RateLimitError, ToolContext, Tools, run_to_completion, telemetry
-from req_managed_agents._session import Session
+from req_managed_agents.drivers._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.providers._base import Aborted
-from req_managed_agents.providers.claude import _conversation, _feed
+from req_managed_agents.providers.claude import _delivery, _feed
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools
@@ -47,7 +47,7 @@ def provider(emulator: ClaudeEmulator) -> Iterator[ClaudeManagedAgents]:
 
 @pytest.fixture
 def fast_resend(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_conversation, "RESULT_RESEND_BACKOFF", 0.01)
+    monkeypatch.setattr(_delivery, "RESEND", _delivery.RESEND.but(base=0.01))
 
 
 def ids(emulator: ClaudeEmulator, script: list[Turn] | None = None) -> dict[str, str]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from req_managed_agents import Session, ToolContext, Tools, run_to_completion
-from req_managed_agents._session import REPROMPT
-from req_managed_agents.providers.claude import _conversation
+from req_managed_agents.drivers._loop import REPROMPT
+from req_managed_agents.providers.claude import _delivery
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests._tools import CountingTools
 
@@ -88,7 +88,7 @@ def test_cancel_during_a_post_interrupts_after_it_lands(emulator: ClaudeEmulator
 def test_a_slow_prompt_post_is_not_sent_twice(
     emulator: ClaudeEmulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_conversation, "RESULT_RESEND_BACKOFF", 0.5)
+    monkeypatch.setattr(_delivery, "RESEND", _delivery.RESEND.but(base=0.5))
     # The prompt's post outlasts the client's 1 s timeout; the server still takes it.
     landed = threading.Event()
 

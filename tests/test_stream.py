@@ -27,7 +27,7 @@ from req_managed_agents import (
     TurnEnded,
     run_to_completion,
 )
-from req_managed_agents._stream import TextTracker
+from req_managed_agents.model._stream import TextTracker
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
 from tests._tools import CountingTools
@@ -147,7 +147,11 @@ def claude() -> Iterator[ClaudeEmulator]:
 @pytest.fixture
 def agentcore(monkeypatch: pytest.MonkeyPatch) -> Iterator[AgentCoreEmulator]:
     pytest.importorskip("botocore")
-    monkeypatch.setattr(agentcore_conversation, "RETRY_BACKOFF_BASE", 0.01)
+    monkeypatch.setattr(
+        agentcore_conversation,
+        "INVOKE_RETRY",
+        agentcore_conversation.INVOKE_RETRY.but(base=0.01),
+    )
     with AgentCoreEmulator(AGENTCORE_TURNS) as emulator:
         yield emulator
 

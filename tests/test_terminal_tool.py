@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import ConfigurationError, Session, Tools, run_to_completion
-from req_managed_agents._session import REPROMPT
+from req_managed_agents.drivers._loop import REPROMPT
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import SessionInfo, ToolContext, ToolResult, ToolUse, telemetry
-from req_managed_agents._tool_runner import ToolRunCancelled, run_tools
+from req_managed_agents.drivers._tool_runner import ToolRunCancelled, run_tools
 
 INFO = SessionInfo("sesn_1", "test")
 

@@ -14,8 +14,8 @@ from req_managed_agents import (
     Tools,
     ToolUse,
 )
-from req_managed_agents._handler import invoke_tool
-from req_managed_agents._schema import parse_docstring
+from req_managed_agents.tools._handler import invoke_tool
+from req_managed_agents.tools._schema import parse_docstring
 
 INFO = SessionInfo("sesn_1", "test")
 

@@ -19,7 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from req_managed_agents import SessionInfo, ToolContext, ToolResult, Tools
-from req_managed_agents._validation import MAX_DEPTH, MAX_PROBLEMS, is_valid, preview, validate
+from req_managed_agents.tools._validation import (
+    MAX_DEPTH,
+    MAX_PROBLEMS,
+    is_valid,
+    preview,
+    validate,
+)
 
 CONTEXT = ToolContext("tu_1", SessionInfo("sesn_1", "test"))
 

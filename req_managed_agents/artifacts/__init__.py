@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from req_managed_agents._vocabulary import SessionInfo
 from req_managed_agents.artifacts._agentcore import AgentCoreSessionStorage
 from req_managed_agents.artifacts._base import ArtifactStore, check_name
 from req_managed_agents.artifacts._claude import ClaudeFiles
+from req_managed_agents.model._vocabulary import SessionInfo
 
 __all__ = ["AgentCoreSessionStorage", "ArtifactStore", "ClaudeFiles", "check_name", "for_session"]
 

@@ -19,9 +19,9 @@ import re
 import uuid
 from typing import Any
 
-from req_managed_agents._vocabulary import Artifact
 from req_managed_agents.artifacts._base import check_name
 from req_managed_agents.errors import ArtifactNotFoundError, CommandFailedError, ManagedAgentsError
+from req_managed_agents.model._vocabulary import Artifact
 
 __all__ = ["AgentCoreSessionStorage"]
 

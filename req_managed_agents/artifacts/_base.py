@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
-from req_managed_agents._vocabulary import Artifact
 from req_managed_agents.errors import InvalidArtifactNameError
+from req_managed_agents.model._vocabulary import Artifact
 
 __all__ = ["MAX_NAME_LENGTH", "ArtifactStore", "check_name"]
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from req_managed_agents._vocabulary import Artifact
 from req_managed_agents.artifacts._base import check_name
 from req_managed_agents.errors import ArtifactNotFoundError
+from req_managed_agents.model._vocabulary import Artifact
 
 __all__ = ["ClaudeFiles"]
 

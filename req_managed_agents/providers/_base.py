@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from req_managed_agents._vocabulary import (
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.model._vocabulary import (
     Decision,
     Outcome,
     SessionInfo,
@@ -20,7 +21,6 @@ from req_managed_agents._vocabulary import (
     ToolUse,
     TurnResult,
 )
-from req_managed_agents.errors import ConfigurationError
 
 __all__ = [
     "Aborted",

@@ -28,14 +28,13 @@ from req_managed_agents.provisioner._provision import (
     provision,
     teardown,
 )
-from req_managed_agents.provisioner._redis import RedisStore
 from req_managed_agents.provisioner._runtimes import (
     bootstrap_script,
     required_hosts,
     system_prompt_block,
 )
 from req_managed_agents.provisioner._specs import AgentSpec, EnvironmentSpec, Runtime
-from req_managed_agents.provisioner._store import FileStore, MemoryStore, Store
+from req_managed_agents.stores import FileStore, MemoryStore, RedisStore, Store
 
 __all__ = [
     "AgentSpec",

@@ -48,8 +48,9 @@ from req_managed_agents.provisioner._runtimes import (
     system_prompt_block,
 )
 from req_managed_agents.provisioner._specs import EnvironmentSpec
-from req_managed_agents.provisioner._store import Store, store_lock
 from req_managed_agents.provisioner._targets import claude_client, default_store
+from req_managed_agents.stores import Store
+from req_managed_agents.stores._base import store_lock
 
 __all__ = [
     "Bootstrap",

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from req_managed_agents._tools import Tools
 from req_managed_agents.provisioner._identity import digest
+from req_managed_agents.tools._registry import Tools
 
 __all__ = ["AgentSpec", "EnvironmentSpec", "Runtime"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from req_managed_agents.provisioner._store import MemoryStore
+from req_managed_agents.stores import MemoryStore
 
 __all__ = ["agentcore_client", "claude_client", "default_store"]
 

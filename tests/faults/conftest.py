@@ -8,34 +8,30 @@ asks for (``retry-after``) are not shrunk: the scenarios check that they are hon
 from __future__ import annotations
 
 import collections
-import dataclasses
 
 import pytest
 
-from req_managed_agents._retry import RetryPolicy
-from req_managed_agents.providers.agentcore import _client as agentcore_client
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
-from req_managed_agents.providers.claude import _client as claude_client
-from req_managed_agents.providers.claude import _conversation as claude_conversation
+from req_managed_agents.providers.agentcore.api import _core as agentcore_client
+from req_managed_agents.providers.claude import _delivery as claude_delivery
 from req_managed_agents.providers.claude import _feed as claude_feed
+from req_managed_agents.providers.claude.api import _core as claude_client
 
 _FAST = 0.001
-
-
-@dataclasses.dataclass(frozen=True)
-class _FastRetryPolicy(RetryPolicy):
-    backoff_base: float = _FAST
-    backoff_cap: float = 10 * _FAST
 
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shrink every backoff the library waits out on its own (a missing name fails here)."""
-    monkeypatch.setattr(claude_feed, "RECONNECT_BACKOFF_BASE", _FAST)
-    monkeypatch.setattr(claude_conversation, "RESULT_RESEND_BACKOFF", _FAST)
-    monkeypatch.setattr(agentcore_conversation, "RETRY_BACKOFF_BASE", _FAST)
-    monkeypatch.setattr(claude_client, "RetryPolicy", _FastRetryPolicy)
-    monkeypatch.setattr(agentcore_client, "RetryPolicy", _FastRetryPolicy)
+    fast = {"base": _FAST, "cap": 10 * _FAST}
+    for module, name in [
+        (claude_feed, "RECONNECT"),
+        (claude_delivery, "RESEND"),
+        (agentcore_conversation, "INVOKE_RETRY"),
+        (claude_client, "REQUESTS"),
+        (agentcore_client, "REQUESTS"),
+    ]:
+        monkeypatch.setattr(module, name, getattr(module, name).but(**fast))
 
 
 _PROVIDERS = {"test_claude_matrix.py": "claude", "test_agentcore_matrix.py": "agentcore"}

@@ -17,7 +17,7 @@ import pytest
 
 from req_managed_agents.errors import ProvisioningError
 from req_managed_agents.provisioner import FileStore, MemoryStore, RedisStore, Store
-from req_managed_agents.provisioner._store import store_lock
+from req_managed_agents.stores._base import store_lock
 
 AnyStore = Any  # MemoryStore | FileStore | RedisStore: all offer lock() besides the protocol
 
@@ -354,7 +354,7 @@ def test_lock_held_elsewhere_times_out_with_a_provisioning_error(tmp_path: Path)
 
 CRASH_CHILD = """
 import os, sys
-from req_managed_agents.provisioner._store import FileStore
+from req_managed_agents.stores._file import FileStore
 
 store = FileStore(sys.argv[1])
 os.replace = lambda *args, **kwargs: os._exit(9)  # killed between temp write and replace
@@ -393,7 +393,7 @@ def test_crash_before_replace_leaves_the_old_file_intact(tmp_path: Path) -> None
 
 WRITER_CHILD = """
 import os, sys, time
-from req_managed_agents.provisioner._store import FileStore
+from req_managed_agents.stores._file import FileStore
 
 path, worker, go = sys.argv[1], sys.argv[2], sys.argv[3]
 store = FileStore(path)

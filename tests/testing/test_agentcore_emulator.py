@@ -850,6 +850,7 @@ def test_a_custom_runner_and_the_runtime_arn() -> None:
         ({"command": "true"}, "short", 400, "ValidationException"),
         ({"command": "true"}, None, 400, "ValidationException"),
     ],
+    ids=["empty", "zero-timeout", "extra-member", "short-session", "no-session"],
 )
 def test_command_requests_are_checked(
     emulator: AgentCoreEmulator,
@@ -1319,6 +1320,7 @@ def test_stopping_a_session_never_invoked_or_twice_is_fine(emulator: AgentCoreEm
         ({"clientToken": "-" * 40}, new_session_id(), "clientToken"),
         ({"extra": 1}, new_session_id(), "extra"),
     ],
+    ids=["short", "missing", "long", "short-token", "bad-token", "extra-member"],
 )
 def test_stop_requests_are_checked_against_the_model(
     emulator: AgentCoreEmulator, body: Any, session_id: str | None, field: str

@@ -29,24 +29,12 @@ Outcomes and tool confirmations do not exist on AgentCore.
 
 from __future__ import annotations
 
-import random
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import requests
 
-from req_managed_agents._http import shutdown_response
-from req_managed_agents._redact import get_logger
-from req_managed_agents._retry import RetryPolicy
-from req_managed_agents._vocabulary import (
-    Outcome,
-    SessionInfo,
-    ToolResult,
-    ToolUse,
-    TurnResult,
-    Usage,
-)
 from req_managed_agents.errors import (
     APIError,
     ConfigurationError,
@@ -59,6 +47,14 @@ from req_managed_agents.errors import (
     StreamError,
     TransportError,
 )
+from req_managed_agents.model._vocabulary import (
+    Outcome,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
 from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore._converse import (
@@ -67,13 +63,17 @@ from req_managed_agents.providers.agentcore._converse import (
     resume_messages,
     user_message,
 )
+from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._http import shutdown_response
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "AgentCoreConversation"]
 
 PROVIDER_NAME = "agentcore"
-RETRY_BACKOFF_BASE = 1.0
-RETRY_BACKOFF_CAP = 8.0
-_MAX_RETRY_AFTER = RetryPolicy().max_retry_after
+# A failed invocation waits 1 s doubling to 8 s (with jitter), or the server's retry-after
+# up to 60 s (a longer wait belongs to the caller, not to a hidden sleep). How many retries
+# is the provider's ``invoke_retries``.
+INVOKE_RETRY = RetryPolicy(base=1.0, cap=8.0, max_retry_after=60.0)
 _log = get_logger(__name__)
 
 
@@ -238,9 +238,10 @@ class AgentCoreConversation:
                     return self._committed(fold, events)
                 if attempt >= self._retries or not _retryable(exc):
                     raise
-                if isinstance(exc, APIError) and (exc.retry_after or 0) > _MAX_RETRY_AFTER:
-                    raise  # a wait this long belongs to the caller, not to a hidden sleep
-                delay = _backoff(attempt, exc)
+                retry_after = exc.retry_after if isinstance(exc, APIError) else None
+                if not INVOKE_RETRY.honours(retry_after):
+                    raise
+                delay = INVOKE_RETRY.delay(attempt, retry_after)
                 _log.info("retrying InvokeHarness in %.2f s after: %s", delay, exc)
             finally:
                 with self._lock:
@@ -265,10 +266,3 @@ def _retryable(error: ManagedAgentsError) -> bool:
     if isinstance(error, (ProviderStreamError, IdleTimeoutError)):
         return False
     return isinstance(error, (StreamError, RateLimitError, ServerError, TransportError))
-
-
-def _backoff(attempt: int, error: ManagedAgentsError) -> float:
-    if isinstance(error, APIError) and error.retry_after is not None:
-        return float(error.retry_after)  # the server said when: that, not our guess
-    delay = min(RETRY_BACKOFF_CAP, RETRY_BACKOFF_BASE * 2.0**attempt)
-    return delay * (1 - 0.25 * random.random())

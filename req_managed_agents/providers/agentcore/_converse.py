@@ -17,9 +17,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from req_managed_agents._json import loads
-from req_managed_agents._redact import get_logger
-from req_managed_agents._vocabulary import (
+from req_managed_agents.errors import ProviderStreamError
+from req_managed_agents.eventstream import EventStreamMessage
+from req_managed_agents.model._vocabulary import (
     Document,
     Terminal,
     ToolResult,
@@ -27,9 +27,9 @@ from req_managed_agents._vocabulary import (
     TurnResult,
     Usage,
 )
-from req_managed_agents.errors import ProviderStreamError
-from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.providers._base import count
+from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "ConverseFold",

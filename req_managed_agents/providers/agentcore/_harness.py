@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from req_managed_agents import telemetry
-from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     HarnessDeletingError,
     HarnessFailedError,
@@ -29,6 +28,8 @@ from req_managed_agents.errors import (
     TransportError,
 )
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
+from req_managed_agents.transport._backoff import RetryPolicy, pause
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "DEFAULT_PROVISION_TIMEOUT",
@@ -38,9 +39,11 @@ __all__ = [
 ]
 
 DEFAULT_PROVISION_TIMEOUT = 365.0
-MAX_POLL_INTERVAL = 5.0
-MIN_POLL_INTERVAL = 0.05
-FIRST_POLL_INTERVAL = 0.25
+# Polls for READY start at 0.25 s and double up to the longest pause, which is about a
+# dozen polls per budget, between 50 ms and 5 s (:func:`poll_interval_for`); a poll the
+# control plane failed waits the longest pause.
+READY_POLL = RetryPolicy.poll(5.0, first=0.25)
+SHORTEST_LONGEST_PAUSE = 0.05
 ROLLBACK_TIMEOUT = 30.0
 _log = get_logger(__name__)
 
@@ -64,7 +67,7 @@ def classify_status(status: object) -> str:
 def poll_interval_for(timeout: float) -> float:
     """The longest pause between polls: about a dozen polls per budget, 50 ms to 5 s (the
     pauses start at 0.25 s and double up to it)."""
-    return max(MIN_POLL_INTERVAL, min(MAX_POLL_INTERVAL, timeout / 12))
+    return max(SHORTEST_LONGEST_PAUSE, min(READY_POLL.cap, timeout / 12))
 
 
 def wait_until_ready(
@@ -75,6 +78,7 @@ def wait_until_ready(
     poll_interval: float,
 ) -> dict[str, Any]:
     """Poll until the harness is ``READY`` (returned) or a named error says why not."""
+    pacing = READY_POLL.but(cap=poll_interval, base=min(READY_POLL.base, poll_interval))
     started = time.monotonic()
     polls = 0
     status: str | None = None
@@ -95,7 +99,7 @@ def wait_until_ready(
             # waiting while the budget lasts.
             polls += 1
             _log.info("polling harness %s failed (%s); still waiting", harness_id, exc)
-            time.sleep(max(0.0, min(poll_interval, deadline - time.monotonic())))
+            pause(min(pacing.cap, deadline - time.monotonic()))
             continue
         polls += 1
         status = str(harness.get("status")) if harness.get("status") is not None else None
@@ -111,8 +115,7 @@ def wait_until_ready(
         if kind != "pending":
             raise _not_ready(kind, harness_id, status, harness.get("failureReason"), elapsed, polls)
         # Quick harnesses are seen quickly; slow ones are not polled more than needed.
-        pause = min(poll_interval, FIRST_POLL_INTERVAL * 2.0 ** (polls - 1))
-        time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+        pacing.wait(polls - 1, limit=deadline - time.monotonic())
 
 
 def _not_ready(

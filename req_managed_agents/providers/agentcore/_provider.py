@@ -9,7 +9,6 @@ from typing import Any
 
 import requests
 
-from req_managed_agents._config import setting, text_setting
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
 from req_managed_agents.providers.agentcore._aws import (
@@ -24,6 +23,7 @@ from req_managed_agents.providers.agentcore._conversation import (
     AgentCoreConversation,
 )
 from req_managed_agents.providers.agentcore._converse import inline_function
+from req_managed_agents.transport._config import setting, text_setting
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
 

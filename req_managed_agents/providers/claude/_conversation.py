@@ -19,30 +19,24 @@ a turn before the outcome's grading has settled does not end the turn.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from req_managed_agents._redact import get_logger
-from req_managed_agents._retry import RetryPolicy
-from req_managed_agents._vocabulary import (
+from req_managed_agents.errors import (
+    ManagedAgentsError,
+    NotFoundError,
+)
+from req_managed_agents.model._vocabulary import (
     Outcome,
     SessionInfo,
     ToolResult,
     ToolUse,
     TurnResult,
 )
-from req_managed_agents.errors import (
-    APIError,
-    ManagedAgentsError,
-    NotFoundError,
-    RateLimitError,
-    ServerError,
-    TransportError,
-)
 from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
 from req_managed_agents.providers.claude._client import ClaudeClient
+from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
     CUSTOM_TOOL_RESULT,
     CUSTOM_TOOL_USE,
@@ -62,24 +56,19 @@ from req_managed_agents.providers.claude._events import (
     user_message,
 )
 from req_managed_agents.providers.claude._feed import EventFeed, FeedClosed, History
+from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
 
 PROVIDER_NAME = "claude"
 _log = get_logger(__name__)
 
-# Events whose POST failed are re-checked against the history and the missing ones re-sent,
-# this many times, with a growing pause (never shorter than the server's retry-after, and
-# given up on when the server asks for longer than the cap).
-RESULT_RESEND_ATTEMPTS = 3
-RESULT_RESEND_BACKOFF = 1.0
-RESEND_MAX_RETRY_AFTER = 60.0
-_NEVER_RETRY = RetryPolicy().never_retry_error_types
-_CONNECT_POLL = 0.05
+# How often opening a session looks whether its stream has connected (or failed).
+CONNECT_POLL = RetryPolicy.poll(0.05)
 _PREVIEWS = frozenset({"event_start", "event_delta"})
 
 Event = Mapping[str, Any]
-Landed = Callable[[Sequence[Event]], dict[int, str]]
 
 
 class ClaudeConversation:
@@ -121,11 +110,14 @@ class ClaudeConversation:
             event_deltas=on_text is not None,
         )
         self._feed.start()
+        self._delivery = Delivery(
+            client, session_id, self._feed, self._telemetry, lambda: self._aborted
+        )
         self._wait_connected()
 
     def _wait_connected(self) -> None:
         """Block until the stream is attached: only then may the first input go out."""
-        while not self._feed.connected.wait(_CONNECT_POLL):
+        while not self._feed.connected.wait(CONNECT_POLL.delay(0)):
             if self._aborted:
                 raise Aborted
             if not self._feed.alive:
@@ -199,7 +191,7 @@ class ClaudeConversation:
                     return {0: str(event.get("id"))}
             return {}
 
-        return self._await_turn(after=self._post([message], landed))
+        return self._await_turn(after=self._delivery.post([message], landed))
 
     def send_tool_results(
         self,
@@ -228,8 +220,8 @@ class ClaudeConversation:
         ]
         echoes: set[str] = set()
         if events:
-            echoes = self._post(events, _answers_landed(events))
-            self._answered.update(_answered_id(event) for event in events)
+            echoes = self._delivery.post(events, answers_landed(events))
+            self._answered.update(answered_id(event) for event in events)
         return self._await_turn(after=echoes)
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:
@@ -248,7 +240,7 @@ class ClaudeConversation:
             return {}
 
         self._outcome_pending = True
-        return self._await_turn(after=self._post([event], landed))
+        return self._await_turn(after=self._delivery.post([event], landed))
 
     def unanswered_tool_uses(self) -> list[ToolUse]:
         return [use for use_id, use in self._tool_uses.items() if use_id not in self._answered]
@@ -298,7 +290,7 @@ class ClaudeConversation:
             tool_use = tool_use_of(event)
             self._asks.setdefault(tool_use.id, tool_use)
         elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION):
-            self._answered.add(_answered_id(event))
+            self._answered.add(answered_id(event))
         elif kind == DEFINE_OUTCOME:
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
@@ -372,53 +364,6 @@ class ClaudeConversation:
             return None
         return replace(turn, tool_uses=fresh, confirmations=asks)
 
-    def _post(self, events: Sequence[Event], landed: Landed) -> set[str]:
-        """Post ``events`` once; after a failure, re-send only those the history does not
-        show (``landed`` maps the position of each event found there to the id the session
-        gave it). Returns the ids of the events as the session recorded them.
-
-        A refusal (a rate limit, an overload with ``retry-after``) proves nothing arrived, so
-        what is missing goes again after the wait. Any other failure may mean the request is
-        still on its way (a read timeout, a proxy's 5xx): the history is looked at once more,
-        later, before anything missing from it is sent again, so a slow server is not sent the
-        same prompt twice.
-        """
-        kinds = {str(event["type"]) for event in events}
-        try:
-            return _echo_ids(self._send(events), kinds)
-        except (TransportError, ServerError, RateLimitError) as exc:
-            failure: ManagedAgentsError = exc
-        # One more look than re-sends: an ambiguous failure is first only looked up.
-        for attempt in range(RESULT_RESEND_ATTEMPTS + 1):
-            delay = RESULT_RESEND_BACKOFF * 2.0**attempt * (1 - 0.25 * random.random())
-            if isinstance(failure, APIError):
-                retry_after = failure.retry_after or 0.0
-                if retry_after > RESEND_MAX_RETRY_AFTER or failure.error_type in _NEVER_RETRY:
-                    raise failure
-                delay = max(delay, retry_after)
-            _log.info("re-checking %s in %.2f s after: %s", sorted(kinds), delay, failure)
-            if self._feed.wait_stopped(delay) or self._aborted:
-                raise Aborted
-            try:
-                history = self._client.list_events(
-                    self.session_id, telemetry_metadata=self._telemetry
-                )
-                found = landed(history)
-                missing = [event for i, event in enumerate(events) if i not in found]
-                echoes = set(found.values())
-                if not missing:
-                    return echoes
-                if _refused(failure) or attempt > 0:
-                    return echoes | _echo_ids(self._send(missing), kinds)
-            except (TransportError, ServerError, RateLimitError) as exc:
-                failure = exc
-        raise failure
-
-    def _send(self, events: Sequence[Event]) -> Mapping[str, Any]:
-        return self._client.send_events(
-            self.session_id, list(events), telemetry_metadata=self._telemetry
-        )
-
 
 _ACTIVITY_PREFIXES = ("user.", "agent.", "span.")
 _ACTIVITY_TYPES = frozenset({"session.status_running", "session.status_rescheduled"})
@@ -429,51 +374,3 @@ def _is_activity(event: Event) -> bool:
     if kind == "user.interrupt":
         return False  # interrupting an idle session changes nothing
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
-
-
-def _refused(failure: ManagedAgentsError) -> bool:
-    """Whether a failed post provably did nothing: the service turned it away up front."""
-    if isinstance(failure, RateLimitError):
-        return True
-    return (
-        isinstance(failure, APIError)
-        and failure.status_code in (503, 529)
-        and failure.retry_after is not None
-    )
-
-
-def _answered_id(event: Event) -> str:
-    """The tool use a result or a confirmation answers."""
-    key = "custom_tool_use_id" if event.get("type") == CUSTOM_TOOL_RESULT else "tool_use_id"
-    return str(event.get(key))
-
-
-def _answers_landed(events: Sequence[Event]) -> Landed:
-    """Which of the posted results and confirmations the history shows (by the tool use
-    each answers), for :meth:`ClaudeConversation._post`."""
-    positions = {(str(e["type"]), _answered_id(e)): i for i, e in enumerate(events)}
-
-    def landed(history: Sequence[Event]) -> dict[int, str]:
-        found = {}
-        for event in history:
-            position = positions.get((str(event.get("type")), _answered_id(event)))
-            if position is not None:
-                found[position] = str(event.get("id"))
-        return found
-
-    return landed
-
-
-def _echo_ids(posted: Mapping[str, Any], kinds: set[str]) -> set[str]:
-    """The ids the session gave the events we posted (empty if it named none, and then
-    nothing waits for them)."""
-    data = posted.get("data")
-    if not isinstance(data, list):
-        return set()
-    return {
-        str(event["id"])
-        for event in data
-        if isinstance(event, Mapping)
-        and event.get("id")
-        and event.get("type", next(iter(kinds))) in kinds
-    }

@@ -18,7 +18,7 @@ import base64
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from req_managed_agents._vocabulary import (
+from req_managed_agents.model._vocabulary import (
     Allow,
     ContentBlock,
     Decision,

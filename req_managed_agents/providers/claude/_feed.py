@@ -28,7 +28,6 @@ feed and reach the driver.
 from __future__ import annotations
 
 import queue
-import random
 import threading
 import time
 from collections import deque
@@ -39,9 +38,6 @@ from typing import Any, Union
 import requests
 
 from req_managed_agents import telemetry
-from req_managed_agents._http import read_chunks, shutdown_response
-from req_managed_agents._json import loads
-from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
     BadRequestError,
@@ -55,20 +51,21 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
+from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._http import read_chunks, shutdown_response
+from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["EventFeed", "FeedClosed", "History"]
 
 _log = get_logger(__name__)
 
-# Reconnect backoff: 0.5 s doubling to 10 s, with jitter; give up after this many failed
-# connections in a row without the session making progress.
-RECONNECT_BACKOFF_BASE = 0.5
-RECONNECT_BACKOFF_CAP = 10.0
-MAX_RECONNECT_ATTEMPTS = 8
+# Reconnects: 0.5 s doubling to 10 s, with jitter; give up after this many failed
+# connections in a row without the session making progress, or when the server asks to wait
+# longer than 300 s before reconnecting (taken at its word).
+RECONNECT = RetryPolicy(max_retries=8, base=0.5, cap=10.0, max_retry_after=300.0)
 # A connection that stayed up this long was healthy, even if it carried only heartbeats.
 HEALTHY_CONNECTION_SECONDS = 30.0
-# A server asking to wait longer than this before reconnecting is taken at its word: give up.
-MAX_RECONNECT_RETRY_AFTER = 300.0
 _HEARTBEAT_TYPES = frozenset({"ping", "heartbeat"})
 # Previews asked for with event_deltas, and the frame types they arrive as.
 _PREVIEWED = ("agent.message",)
@@ -114,7 +111,7 @@ class EventFeed:
         idle_timeout: float,
         deliver_history: bool,
         telemetry_metadata: Mapping[str, Any],
-        max_reconnect_attempts: int = MAX_RECONNECT_ATTEMPTS,
+        max_reconnect_attempts: int | None = None,
         event_deltas: bool = False,
     ) -> None:
         self._client = client
@@ -122,7 +119,9 @@ class EventFeed:
         self._session_id = session_id
         self._idle_timeout = idle_timeout
         self._deliver_history = deliver_history
-        self._max_attempts = max_reconnect_attempts
+        self._max_attempts = (
+            RECONNECT.max_retries if max_reconnect_attempts is None else max_reconnect_attempts
+        )
         self._metadata = {**telemetry_metadata, "session_id": session_id}
         self._queue: queue.Queue[_Item] = queue.Queue()
         # Events taken off the queue and not handed out yet (the reader's side), and events
@@ -248,11 +247,10 @@ class EventFeed:
                     )
                 )
                 return
-            if retry_after is not None and retry_after > MAX_RECONNECT_RETRY_AFTER:
+            if not RECONNECT.honours(retry_after):
                 self._fail(reason)
                 return
-            delay = min(RECONNECT_BACKOFF_CAP, RECONNECT_BACKOFF_BASE * 2.0 ** (failures - 1))
-            delay = max(delay * (1 - 0.25 * random.random()), retry_after or 0.0)
+            delay = RECONNECT.delay(failures - 1, retry_after)
             _log.info(
                 "event stream for %s lost (%s); reconnecting in %.2f s",
                 self._session_id,

@@ -7,8 +7,6 @@ from typing import Any
 
 import requests
 
-from req_managed_agents._config import credential, required_setting, setting, text_setting
-from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import (
     EventSink,
@@ -24,6 +22,8 @@ from req_managed_agents.providers.claude._client import (
     ClaudeClient,
 )
 from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
+from req_managed_agents.transport._config import credential, required_setting, setting, text_setting
+from req_managed_agents.transport._redact import Secret
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
 

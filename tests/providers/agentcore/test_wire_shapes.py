@@ -23,7 +23,7 @@ from req_managed_agents import ToolResult, Tools, ToolUse, run_to_completion
 from req_managed_agents.eventstream import encode_message
 from req_managed_agents.providers.agentcore import BedrockAgentCore, resume_messages
 from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec
-from req_managed_agents.provisioner._provision import _harness_body
+from req_managed_agents.provisioner._harness import harness_body
 from req_managed_agents.testing._agentcore_shapes import (
     _check_shape,
     _check_structure,
@@ -329,7 +329,7 @@ def test_the_create_harness_body_fits_create_harness_request(
         model_config=model_config,
     )
     env = EnvironmentSpec(config=environment) if environment is not None else None
-    request = {"harnessName": "forecaster_1a2b3c4d", **_harness_body(spec, env, ROLE)}
+    request = {"harnessName": "forecaster_1a2b3c4d", **harness_body(spec, env, ROLE)}
     assert create_problems(request) == []
     harness = {"harnessId": "forecaster_1a2b3c4d-abcdefghij", "arn": HARNESS_ARN}
     recorder = Recorder([(201, "application/json", json.dumps({"harness": harness}).encode())])

@@ -25,8 +25,6 @@ import requests
 import responses
 import urllib3
 
-from req_managed_agents._redact import Secret
-from req_managed_agents._retry import RetryPolicy
 from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
@@ -46,6 +44,8 @@ from req_managed_agents.providers.claude import (
     ClaudeManagedAgents,
 )
 from req_managed_agents.testing import ClaudeEmulator
+from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._redact import Secret
 
 API = "https://api.test"
 KEY = "sk-ant-test-0123456789abcdefXYZ"
@@ -81,7 +81,12 @@ def mock() -> Iterator[responses.RequestsMock]:
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Every retry wait the HTTP layer asks for, in order; nothing really sleeps."""
     waits: list[float] = []
-    monkeypatch.setattr("req_managed_agents._http.time.sleep", waits.append)
+
+    def pause(seconds: float, stop: object = None) -> bool:
+        waits.append(seconds)
+        return True
+
+    monkeypatch.setattr("req_managed_agents.transport._http.pause", pause)
     return waits
 
 

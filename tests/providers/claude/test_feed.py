@@ -59,8 +59,7 @@ def flaky_server() -> Iterator[str]:
 def test_heartbeats_alone_do_not_reset_the_reconnect_budget(
     flaky_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_feed, "RECONNECT_BACKOFF_BASE", 0.02)
-    monkeypatch.setattr(_feed, "RECONNECT_BACKOFF_CAP", 0.16)
+    monkeypatch.setattr(_feed, "RECONNECT", _feed.RECONNECT.but(base=0.02, cap=0.16))
     with ClaudeManagedAgents("sk-ant-test-" + "k" * 20, base_url=flaky_server) as provider:
         feed = EventFeed(
             provider.client,

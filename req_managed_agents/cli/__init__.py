@@ -1,0 +1,2 @@
+"""The ``rma`` command: one module per command group. Internal; run it as ``rma`` or
+``python -m req_managed_agents``."""

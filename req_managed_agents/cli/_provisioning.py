@@ -1,0 +1,344 @@
+"""``rma provision``, ``rma teardown``, ``rma environments list|prune``, ``rma tag`` and
+``rma resolve``.
+
+Every command takes ``--store PATH`` (a :class:`FileStore`; provisioning is idempotent across
+runs only when they share one). ``rma provision`` creates the store; the others need it to
+exist, since a mistyped path would read as an empty store. Credentials come from the
+environment as for the library: ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``) for
+Claude, the AWS chain for AgentCore. Results are printed as JSON so they can be piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from req_managed_agents.cli._common import (
+    EXIT_FAILED,
+    PROVIDERS,
+    CliError,
+    existing_store,
+    harness_region,
+    non_negative_int,
+    open_provider,
+    print_json,
+    refuse,
+)
+from req_managed_agents.cli._spec import SPEC_HELP, load_spec
+from req_managed_agents.errors import ManagedAgentsError
+
+__all__ = ["COMMANDS", "add_commands", "run_command"]
+
+COMMANDS = frozenset({"provision", "teardown", "environments", "tag", "resolve"})
+
+_SPEC_HINT = "rma provision --help describes the spec file"
+_AGENTCORE_ONLY = "is an AgentCore option; it needs --provider agentcore"
+_DEFAULT_REGION = "AWS_REGION, then the profile's region"
+_ROLE_HINT = "the IAM role the harness runs as, e.g. arn:aws:iam::123456789012:role/Harness"
+
+TEARDOWN_HELP = """\
+With SPEC.json (the file given to rma provision), the resource is found by its
+content-addressed name at the provider, so the store need not remember it. With a
+NAME (the "name" rma provision printed), the store must know the handle; its kind and
+(for AgentCore) its region come from there. A resource already gone counts as torn
+down. Claude environments are shared by every agent of the same environment spec and
+stay; rma environments prune archives old ones. Prints {"torn_down": NAME, "kind",
+"id"}, or {"torn_down": null} when a spec's resource does not exist.
+"""
+
+
+def add_commands(commands: Any) -> None:
+    """Register the provisioning subcommands on the ``rma`` subparsers."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="the JSON file that remembers what was provisioned (rma provision creates it; "
+        "the other commands need it to exist)",
+    )
+    provision = commands.add_parser(
+        "provision",
+        parents=[store],
+        help="create (or find) the resources for a spec file",
+        description="Provision the agent (and environment) described by SPEC.json and print "
+        "its handle as JSON. Idempotent: the same spec and store give the same handle.",
+        epilog=SPEC_HELP,
+    )
+    provision.add_argument("spec", type=Path, metavar="SPEC.json", help="the spec file (below)")
+    provision.add_argument(
+        "--provider", choices=PROVIDERS, default="claude", help="where to provision"
+    )
+    _aws_flags(provision, "required with --provider agentcore", _DEFAULT_REGION)
+
+    teardown = commands.add_parser(
+        "teardown",
+        parents=[store],
+        help="remove what rma provision made",
+        description="Archive the Claude agent or delete the AgentCore harness that rma "
+        "provision made, and forget it in the store.",
+        epilog=TEARDOWN_HELP,
+    )
+    teardown.add_argument(
+        "target",
+        metavar="SPEC.json|NAME",
+        help="the spec file that was provisioned, or the handle's name",
+    )
+    teardown.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        help="with SPEC.json: where it was provisioned (default: claude); "
+        "with NAME the stored handle says, and a different --provider is refused",
+    )
+    _aws_flags(
+        teardown,
+        "required with SPEC.json and --provider agentcore, refused with NAME",
+        f"with NAME the harness ARN's, which a different one contradicts; else {_DEFAULT_REGION}",
+    )
+
+    environments = commands.add_parser("environments", help="list or prune Claude environments")
+    actions = environments.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser(
+        "list",
+        parents=[store],
+        help="the live versions of a base, with their tags",
+        description="List the live Claude environments named BASE_<digest8>, with the "
+        "tags the store gives each.",
+    )
+    listing.add_argument("--base", required=True, help="the environment base name")
+    prune = actions.add_parser(
+        "prune",
+        parents=[store],
+        help="archive all but the newest N and the tagged versions",
+        description="Archive the versions of BASE except the newest N and the ones the store tags.",
+    )
+    prune.add_argument("--base", required=True, help="the environment base name")
+    prune.add_argument(
+        "--keep",
+        type=non_negative_int,
+        required=True,
+        metavar="N",
+        help="how many of the newest versions to keep",
+    )
+
+    tag = commands.add_parser(
+        "tag",
+        parents=[store],
+        help="name an environment version",
+        description="Point BASE:TAG at the environment version DIGEST (re-tagging moves it).",
+    )
+    tag.add_argument("base", help="the environment base name")
+    tag.add_argument("tag", help="the tag, e.g. prod")
+    tag.add_argument("digest", help="the digest8 of an environment of that base in the store")
+
+    resolve = commands.add_parser(
+        "resolve",
+        parents=[store],
+        help="look up BASE:TAG",
+        description="Print the environment handle BASE:TAG points at.",
+    )
+    resolve.add_argument("ref", metavar="BASE:TAG", help="the tagged environment")
+
+
+def _aws_flags(parser: argparse.ArgumentParser, role: str, region: str) -> None:
+    parser.add_argument(
+        "--execution-role-arn",
+        metavar="ARN",
+        help=f"AgentCore: the IAM role the harness runs as, part of its identity ({role})",
+    )
+    parser.add_argument(
+        "--region",
+        help=f"AgentCore: the AWS region (default: {region})",
+    )
+
+
+def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run one provisioning command; returns the exit code."""
+    out = out if out is not None else sys.stdout
+    from req_managed_agents import provisioner
+
+    result: Any
+    if args.command == "provision":
+        result = _provision(args)
+    elif args.command == "teardown":
+        result = _teardown(args)
+    elif args.command == "environments":
+        result = _environments(args)
+    elif args.command == "tag":
+        store = existing_store(args.store)
+        with _refused_values("rma environments list --base BASE shows the digests"):
+            provisioner.tag(args.base, args.tag, args.digest, store=store)
+        result = {"tagged": f"{args.base}:{args.tag}", "digest": args.digest}
+    else:
+        store = existing_store(args.store)
+        with _refused_values("a reference looks like BASE:TAG, e.g. web:prod"):
+            result = asdict(provisioner.resolve(args.ref, store=store))
+    print_json(result, out)
+    return 0
+
+
+@contextlib.contextmanager
+def _refused_values(hint: str) -> Iterator[None]:
+    """The provisioner refuses bad values with ``ValueError``: here they came from the
+    command line or the spec, so they are usage errors."""
+    try:
+        yield
+    except ManagedAgentsError:
+        raise
+    except ValueError as exc:
+        raise CliError(str(exc), hint=hint) from None
+
+
+def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
+    if provider == "claude":
+        refuse(args, ["execution_role_arn", "region"], _AGENTCORE_ONLY, "add --provider agentcore")
+    elif not args.execution_role_arn:
+        raise CliError(
+            f"rma {args.command} --provider agentcore needs --execution-role-arn", hint=_ROLE_HINT
+        )
+
+
+def _provision(args: argparse.Namespace) -> dict[str, Any]:
+    from req_managed_agents import provisioner
+
+    _check_aws_flags(args, args.provider)
+    agent, environment = load_spec(args.spec)
+    store = provisioner.FileStore(args.store)
+    with open_provider(args.provider, args.region) as provider, _refused_values(_SPEC_HINT):
+        handle = provisioner.provision(
+            provider,
+            agent,
+            environment=environment,
+            store=store,
+            execution_role_arn=args.execution_role_arn,
+        )
+    return asdict(handle)
+
+
+def _teardown(args: argparse.Namespace) -> dict[str, Any]:
+    store = existing_store(args.store)
+    path = Path(args.target)
+    if path.is_file():
+        return _teardown_spec(args, path, store)
+    if path.suffix == ".json" or len(path.parts) > 1:
+        raise CliError(
+            f"the spec {path} does not exist",
+            hint="give the spec file rma provision was given, or the handle's name",
+        )
+    return _teardown_named(args, args.target, store)
+
+
+def _teardown_spec(args: argparse.Namespace, path: Path, store: Any) -> dict[str, Any]:
+    from req_managed_agents import provisioner
+    from req_managed_agents.provisioner._provision import locate
+
+    kind = args.provider or "claude"
+    _check_aws_flags(args, kind)
+    agent, environment = load_spec(path)
+    with open_provider(kind, args.region) as provider, _refused_values(_SPEC_HINT):
+        handle = locate(provider, agent, environment, args.execution_role_arn)
+        if handle is None:
+            return {"torn_down": None}
+        provisioner.teardown(provider, handle, store=store)
+    return _torn_down(asdict(handle))
+
+
+def _teardown_named(args: argparse.Namespace, name: str, store: Any) -> dict[str, Any]:
+    from req_managed_agents import provisioner
+
+    refuse(
+        args,
+        ["execution_role_arn"],
+        "only applies to tearing down by spec file",
+        "a stored handle needs no role: drop --execution-role-arn",
+    )
+    record = _stored_handle(store, name, args.store)
+    kind = str(record["kind"])
+    if args.provider is not None and args.provider != kind:
+        raise CliError(
+            f"--provider {args.provider} contradicts the stored handle {name!r}, which is {kind}",
+            hint="drop --provider: the store knows where the handle lives",
+        )
+    region = None
+    if kind == "agentcore":
+        region = harness_region(str(record.get("harness_arn", "")), args.region)
+    else:
+        refuse(args, ["region"], _AGENTCORE_ONLY, f"{name!r} is a Claude agent: drop --region")
+    with open_provider(kind, region) as provider:
+        provisioner.teardown(provider, record, store=store)
+    return _torn_down(record)
+
+
+def _stored_handle(store: Any, name: str, path: Path) -> dict[str, Any]:
+    """The one agent handle named ``name`` in the store (FileStore has no listing of its own,
+    so its records are read whole)."""
+    records = [value for value in store._read().values() if isinstance(value, dict)]
+    handles = [r for r in records if r.get("name") == name and r.get("kind") in PROVIDERS]
+    resources = {(r["kind"], r.get("agent_id") or r.get("harness_arn")) for r in handles}
+    if len(resources) > 1:
+        raise CliError(
+            f"the store {path} holds {len(resources)} different handles named {name!r}",
+            hint="tear down by spec file instead",
+            code=EXIT_FAILED,
+        )
+    if handles:
+        return handles[0]
+    if any(r.get("name") == name and "environment_id" in r for r in records):
+        raise CliError(
+            f"{name!r} is an environment, not an agent",
+            hint="environments are shared; rma environments prune --base BASE --keep N "
+            "archives old ones",
+            code=EXIT_FAILED,
+        )
+    raise CliError(
+        f"the store {path} has no handle named {name!r}",
+        hint='the name is the "name" rma provision printed; or give its spec file',
+        code=EXIT_FAILED,
+    )
+
+
+def _torn_down(handle: dict[str, Any]) -> dict[str, Any]:
+    kind = handle["kind"]
+    resource = handle["harness_arn"] if kind == "agentcore" else handle["agent_id"]
+    return {"torn_down": handle["name"], "kind": kind, "id": resource}
+
+
+def _environments(args: argparse.Namespace) -> Any:
+    from req_managed_agents import provisioner
+    from req_managed_agents.provisioner._identity import split_name
+
+    store = existing_store(args.store)
+    with open_provider("claude") as provider, _refused_values("--base is a name without ':'"):
+        if args.action == "prune":
+            pruned = provisioner.prune_environments(
+                provider, args.base, keep=args.keep, store=store
+            )
+            return asdict(pruned)
+        tags = _tags_by_digest(store, args.base)
+        return [
+            {
+                "name": env["name"],
+                "id": env["id"],
+                "created_at": env.get("created_at"),
+                "tags": tags.get(str(env["name"])[-8:], []),
+            }
+            for env in provider.client.list_environments()
+            if (split_name(str(env.get("name", ""))) or ("",))[0] == args.base
+        ]
+
+
+def _tags_by_digest(store: Any, base: str) -> dict[str, list[str]]:
+    """The tags of ``base`` by digest8 (the store keys ``tags:<base>`` lists them and
+    ``tag:<base>:<tag>`` holds each one's digest8)."""
+    tags: dict[str, list[str]] = {}
+    for name in store.get(f"tags:{base}") or []:
+        digest_8 = store.get(f"tag:{base}:{name}")
+        if isinstance(digest_8, str):
+            tags.setdefault(digest_8, []).append(str(name))
+    return tags

@@ -1,0 +1,341 @@
+"""``rma run``: one prompt against a Claude agent or an AgentCore harness, shown as it runs.
+
+The local tools come from ``--tools MODULE:ATTRIBUTE``, importable from the current folder;
+without it the run has none, and a tool call gets the library's unknown-tool error result.
+The agent's text, each tool call and its result are printed as they happen, then one summary
+line; ``--json`` prints one JSON object at the end instead, for scripts. On a terminal, a
+status line ("turn 2 · 1 tool running") is redrawn in place on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from req_managed_agents.cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    EXIT_TIMEOUT,
+    PROVIDERS,
+    CliError,
+    harness_region,
+    open_provider,
+    positive_int,
+    positive_seconds,
+    refuse,
+)
+from req_managed_agents.cli._output import Display, result_json, summary
+from req_managed_agents.errors import SessionTimeoutError
+from req_managed_agents.model._vocabulary import SessionResult
+from req_managed_agents.tools._handler import Handler
+from req_managed_agents.tools._registry import Tools
+
+__all__ = ["add_command", "load_handler", "run_command"]
+
+DEFAULT_TIMEOUT = 600.0
+_CLAUDE_FLAGS = (
+    "agent_id",
+    "environment_id",
+    "title",
+    "vault_id",
+    "session_metadata",
+    "agent_version",
+)
+_AGENTCORE_FLAGS = ("harness_arn", "region")
+
+EPILOG = f"""\
+examples:
+  rma run --agent-id agent_01 --environment-id env_01 "What is the weather in Paris?"
+  rma run --tools mytools:tools --agent-id agent_01 --environment-id env_01 --prompt "..."
+  rma run --provider agentcore --harness-arn arn:aws:bedrock-agentcore:...:harness/h-1 "Hi"
+  rma run --session-id sesn_01 "And tomorrow?"        # a follow-up in the same session
+  echo "Hi" | rma run --agent-id agent_01 --environment-id env_01 --json -
+
+--tools MODULE:ATTRIBUTE names a Tools registry (or any object with
+handle_tool_call(name, input, context)) in a module importable from the current folder,
+e.g. --tools mytools:tools for `tools = Tools()` in mytools.py. For AgentCore, a Tools
+registry's tools are declared to the harness on each invocation.
+
+Claude reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL); AgentCore the AWS credential
+chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...), in the region of the harness ARN.
+
+--json prints one object: terminal, stop_reason, text, session_id, turns, usage and
+tool_calls (id, name, input, result, is_error).
+
+{EXIT_STATUS_HELP}"""
+
+
+def add_command(commands: Any) -> None:
+    """Register ``rma run`` on the ``rma`` subparsers."""
+    run = commands.add_parser(
+        "run",
+        help="run a prompt against a Claude agent or an AgentCore harness",
+        description="Run one prompt to the end of the agent's turn, with local tools, "
+        "showing the agent's text and each tool call as they happen.",
+        epilog=EPILOG,
+    )
+    run.add_argument(
+        "prompt_text",
+        nargs="?",
+        metavar="PROMPT",
+        help="what to ask the agent; - reads it from standard input",
+    )
+    run.add_argument("--prompt", help="what to ask the agent (instead of PROMPT)")
+    run.add_argument(
+        "--session-id",
+        metavar="ID",
+        help="continue this session instead of starting one (AgentCore: the runtime "
+        "session id); without a prompt it finishes what the session was doing",
+    )
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    add_connection_flags(run)
+
+
+def add_connection_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that say where a run goes and with which tools (``rma run``, ``rma batch``)."""
+    parser.add_argument(
+        "--provider", choices=PROVIDERS, default="claude", help="which service runs the agent"
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="the local tools: a Tools registry or handler importable from the current folder "
+        "(default: none; a tool call then gets an unknown-tool error result)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="give up waiting after this long; the remote turn goes on",
+    )
+    claude = parser.add_argument_group("Claude (--provider claude)")
+    claude.add_argument("--agent-id", metavar="ID", help="the agent of a new session")
+    claude.add_argument("--environment-id", metavar="ID", help="the environment of a new session")
+    claude.add_argument(
+        "--agent-version",
+        type=positive_int,
+        metavar="N",
+        help="pin this version of the agent (default: its latest)",
+    )
+    claude.add_argument("--title", help="the new session's title")
+    claude.add_argument(
+        "--vault-id",
+        action="append",
+        metavar="ID",
+        help="a vault lending the agent stored credentials (repeatable)",
+    )
+    claude.add_argument(
+        "--session-metadata",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a metadata pair of the new session (repeatable)",
+    )
+    agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
+    agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
+    agentcore.add_argument(
+        "--region",
+        help="must match the harness ARN's region, which is used (default: the ARN's)",
+    )
+
+
+def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``rma run``: 0 when the agent ended its turn, 1 when the run ended otherwise.
+    The status line goes to standard error, and only when that is a terminal."""
+    out = out if out is not None else sys.stdout
+    status = sys.stderr if sys.stderr.isatty() else None
+    connect = connect_options(args)
+    prompt = _prompt(args)
+    handler = load_handler(args.tools) if args.tools else Tools()
+    region = harness_region(args.harness_arn, args.region) if args.harness_arn else None
+    from req_managed_agents.drivers._session import Session
+
+    result: SessionResult | None = None
+    with open_provider(args.provider, region) as provider:
+        session = Session(provider, handler=handler, **connect)
+        with session, Display(None if args.json else out, status) as display:
+            try:
+                for item in session.stream(prompt, timeout=args.timeout):
+                    if isinstance(item, SessionResult):
+                        result = item
+                    else:
+                        display.show(item)
+            except SessionTimeoutError as exc:
+                raise _timed_out(args, exc) from None
+    assert result is not None, "a stream always ends with its SessionResult"
+    if args.json:
+        json.dump(result_json(result), out, default=str)
+        out.write("\n")
+    else:
+        out.write(summary(result) + "\n")
+    out.flush()
+    return EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
+
+
+def connect_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The session's provider options from the flags; flags that do not apply are refused."""
+    if args.provider == "agentcore":
+        refuse(
+            args,
+            _CLAUDE_FLAGS,
+            "is a Claude option; it does not apply with --provider agentcore",
+            "drop it, or use --provider claude",
+        )
+        if not args.harness_arn:
+            raise CliError(
+                "--provider agentcore needs --harness-arn",
+                hint="the ARN of the harness, e.g. arn:aws:bedrock-agentcore:REGION:ACCOUNT:"
+                "harness/ID",
+            )
+        connect: dict[str, Any] = {"harness_arn": args.harness_arn}
+        if args.session_id:
+            _check_runtime_session_id(args.session_id)
+            connect["runtime_session_id"] = args.session_id
+        return connect
+    refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
+    if args.session_id:
+        refuse(
+            args,
+            _CLAUDE_FLAGS,
+            "does not apply with --session-id: the session keeps its agent and environment",
+            "drop it, or drop --session-id to start a new session",
+        )
+        return {"session_id": args.session_id}
+    if not (args.agent_id and args.environment_id):
+        missing = "--environment-id" if args.agent_id else "--agent-id"
+        raise CliError(
+            f"a new Claude session needs --agent-id and --environment-id; {missing} is missing",
+            hint="or pass --session-id to continue a session",
+        )
+    connect = {"agent_id": args.agent_id, "environment_id": args.environment_id}
+    if args.agent_version is not None:
+        connect["agent_version"] = args.agent_version
+    if args.title is not None:
+        connect["title"] = args.title
+    if args.vault_id:
+        if not all(args.vault_id):
+            raise CliError("--vault-id is empty", hint="give each --vault-id a vault id")
+        connect["vault_ids"] = list(args.vault_id)
+    if args.session_metadata:
+        connect["session_metadata"] = _metadata(args.session_metadata)
+    return connect
+
+
+def _check_runtime_session_id(value: str) -> None:
+    from req_managed_agents.providers.agentcore._provider import _RUNTIME_SESSION_ID
+
+    if not _RUNTIME_SESSION_ID.fullmatch(value):
+        raise CliError(
+            f"--session-id {value!r} is not an AgentCore runtime session id",
+            hint="one is 33-100 letters, digits, '-' or '_'; the summary of a run prints it",
+        )
+
+
+def _metadata(pairs: list[str]) -> dict[str, str]:
+    metadata: dict[str, str] = {}
+    for pair in pairs:
+        key, separator, value = pair.partition("=")
+        if not separator or not key:
+            raise CliError(
+                f"--session-metadata takes KEY=VALUE, got {pair!r}",
+                hint="for example --session-metadata team=support",
+            )
+        if key in metadata:
+            raise CliError(
+                f"--session-metadata gives {key!r} twice",
+                hint="give each key once",
+            )
+        metadata[key] = value
+    return metadata
+
+
+def _prompt(args: argparse.Namespace) -> str | None:
+    """The prompt (None: a resumed session only finishes what it was doing)."""
+    if args.prompt is not None and args.prompt_text is not None:
+        raise CliError(
+            "the prompt is given twice, as PROMPT and as --prompt", hint="give one of them"
+        )
+    prompt: str | None = args.prompt if args.prompt is not None else args.prompt_text
+    if prompt == "-" and args.prompt_text is not None:
+        prompt = sys.stdin.read()
+    if prompt is None:
+        if args.session_id:
+            return None
+        raise CliError(
+            "no prompt given",
+            hint='rma run ... "What is the weather?" (or --prompt TEXT, or - for standard input)',
+        )
+    if not prompt.strip():
+        raise CliError("the prompt is empty", hint="give the agent something to do")
+    return prompt
+
+
+def load_handler(target: str) -> Handler:
+    """The ``--tools MODULE:ATTRIBUTE`` handler, imported from the current folder first."""
+    module_name, separator, attribute = target.partition(":")
+    if not separator or not module_name or not attribute:
+        raise CliError(
+            f"--tools takes MODULE:ATTRIBUTE, got {target!r}",
+            hint="for example --tools mytools:tools for `tools = Tools()` in mytools.py",
+        )
+    folder = os.getcwd()
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
+            raise _import_failed(target, exc) from None
+        raise CliError(
+            f"--tools: no module named {module_name!r} in {folder} or on the path",
+            hint="run rma from the folder holding the module, or install it",
+        ) from None
+    except Exception as exc:
+        raise _import_failed(target, exc) from None
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise CliError(
+                f"--tools: {module_name!r} has no attribute {attribute!r}",
+                hint=f"define it in {module_name}, e.g. `{attribute} = Tools()`",
+            )
+        value = getattr(value, part)
+    if isinstance(value, type):
+        raise CliError(
+            f"--tools {target} is a class; name an instance of it",
+            hint=f"add `tools = {value.__name__}()` to {module_name} and pass "
+            f"--tools {module_name}:tools",
+        )
+    if not isinstance(value, Handler):
+        raise CliError(
+            f"--tools {target} is a {type(value).__name__}, not a Tools registry or a handler",
+            hint="a handler has handle_tool_call(name, input, context)",
+        )
+    return value
+
+
+def _import_failed(target: str, exc: BaseException) -> CliError:
+    return CliError(
+        f"--tools {target}: importing the module failed: {type(exc).__name__}: {exc}",
+        hint="fix the module; python -c 'import MODULE' shows the traceback",
+    )
+
+
+def _timed_out(args: argparse.Namespace, exc: SessionTimeoutError) -> CliError:
+    session = exc.session_id
+    if session is None:
+        return CliError(str(exc), hint="raise --timeout", code=EXIT_TIMEOUT)
+    where = (
+        f"--provider agentcore --harness-arn {args.harness_arn} "
+        if args.provider == "agentcore"
+        else ""
+    )
+    return CliError(
+        f"{exc}; the session goes on",
+        hint=f"rma run {where}--session-id {session} waits for it (raise --timeout next time)",
+        code=EXIT_TIMEOUT,
+    )

@@ -1,0 +1,160 @@
+"""The drivers' options, declared and validated once for ``Session`` and ``run_to_completion``.
+
+A driver takes two kinds of keyword: its own (``max_turns``, ``tool_timeout``, ``confirm``,
+...), listed in :class:`SessionOptions`, and the provider's (``agent_id``, ``harness_arn``,
+...), which it passes on untouched for the provider to check. :func:`split_options` tells
+them apart and turns the driver's into a validated, immutable :class:`Settings`, so a bad
+value fails when the session is made, before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.model._vocabulary import Outcome, Usage
+from req_managed_agents.tools._handler import Handler
+from req_managed_agents.tools._registry import Tools
+
+__all__ = [
+    "DEFAULT_MAX_REPROMPTS",
+    "ConfirmPolicy",
+    "SessionOptions",
+    "Settings",
+    "TurnGuard",
+    "split_options",
+]
+
+DEFAULT_MAX_REPROMPTS = 2
+
+TurnGuard = Callable[[Usage, int, str], "str | None"]
+"""``turn_guard(usage_so_far, turns, session_id)``: return a reason string to halt the run."""
+
+ConfirmPolicy = Literal["raise", "allow", "deny"]
+"""What to do with a provider tool asking permission when the handler has no
+``handle_confirmation``: raise :class:`UnresolvedRequiresActionError`, allow it, or deny it."""
+
+_CONFIRM_POLICIES = ("raise", "allow", "deny")
+_UNFINISHED_POLICIES = ("error", "rerun", "raise")
+
+
+class SessionOptions(TypedDict, total=False):
+    """The drivers' own keyword options (each described on :class:`~req_managed_agents.Session`)."""
+
+    max_turns: int
+    max_concurrency: int
+    tool_timeout: float | None
+    metadata: Mapping[str, Any] | None
+    telemetry_metadata: Mapping[str, Any] | None
+    turn_guard: TurnGuard | None
+    on_text: Callable[[str], None] | None
+    confirm: ConfirmPolicy
+    terminal_tool: str | None
+    max_reprompts: int
+    outcome: Outcome | Mapping[str, Any] | None
+    interrupt_on_timeout: bool
+    verbose: bool
+    ledger: ToolLedger | None
+    on_unfinished: UnfinishedPolicy
+
+
+_DRIVER_OPTIONS = frozenset(SessionOptions.__annotations__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A session's validated driver options."""
+
+    max_turns: int = 25
+    max_concurrency: int = 8
+    tool_timeout: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    telemetry_metadata: Mapping[str, Any] = field(default_factory=dict)
+    turn_guard: TurnGuard | None = None
+    on_text: Callable[[str], None] | None = None
+    confirm: ConfirmPolicy = "raise"
+    terminal_tool: str | None = None
+    max_reprompts: int = DEFAULT_MAX_REPROMPTS
+    outcome: Outcome | None = None
+    interrupt_on_timeout: bool = False
+    verbose: bool = False
+    ledger: ToolLedger | None = None
+    on_unfinished: UnfinishedPolicy = "error"
+
+    @property
+    def telemetry(self) -> dict[str, Any]:
+        """The tags every telemetry event of the session carries: the caller's metadata,
+        then its telemetry metadata (which wins)."""
+        return {**self.metadata, **self.telemetry_metadata}
+
+
+def split_options(
+    provider: Any, handler: Handler, options: Mapping[str, Any]
+) -> tuple[Settings, dict[str, Any]]:
+    """The driver's validated settings, and the rest of ``options`` for the provider."""
+    if not isinstance(handler, Handler):
+        raise ConfigurationError("handler must have a handle_tool_call(name, input, context)")
+    mine = {k: v for k, v in options.items() if k in _DRIVER_OPTIONS}
+    connect = {k: v for k, v in options.items() if k not in _DRIVER_OPTIONS}
+    for name in ("metadata", "telemetry_metadata"):
+        if name in mine:
+            mine[name] = dict(mine[name] or {})
+    if mine.get("outcome") is not None:
+        mine["outcome"] = _outcome(mine["outcome"], provider)
+    settings = Settings(**mine)
+    _check(settings, handler)
+    return settings, connect
+
+
+def _check(settings: Settings, handler: Handler) -> None:
+    for name in ("max_turns", "max_concurrency", "max_reprompts"):
+        value = getattr(settings, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigurationError(f"{name} must be an integer, not {type(value).__name__}")
+    if settings.max_turns < 1:
+        raise ConfigurationError("max_turns must be at least 1")
+    if settings.max_concurrency < 1:
+        raise ConfigurationError("max_concurrency must be at least 1")
+    if settings.tool_timeout is not None and settings.tool_timeout <= 0:
+        raise ConfigurationError("tool_timeout must be positive")
+    if settings.turn_guard is not None and not callable(settings.turn_guard):
+        raise ConfigurationError("turn_guard must be callable")
+    if settings.on_text is not None and not callable(settings.on_text):
+        raise ConfigurationError("on_text must be callable")
+    if settings.confirm not in _CONFIRM_POLICIES:
+        raise ConfigurationError(f"confirm must be one of {', '.join(_CONFIRM_POLICIES)}")
+    if settings.max_reprompts < 0:
+        raise ConfigurationError("max_reprompts must not be negative")
+    if settings.on_unfinished not in _UNFINISHED_POLICIES:
+        raise ConfigurationError("on_unfinished must be 'error', 'rerun' or 'raise'")
+    _check_terminal_tool(settings.terminal_tool, handler)
+
+
+def _check_terminal_tool(name: str | None, handler: Handler) -> None:
+    if name is None:
+        return
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("terminal_tool must be a tool name")
+    if isinstance(handler, Tools) and name not in handler:
+        raise ConfigurationError(f"terminal_tool {name!r} is not one of the handler's tools")
+
+
+def _outcome(outcome: Any, provider: Any) -> Outcome:
+    if not getattr(provider, "supports_outcomes", False):
+        raise ConfigurationError(
+            f"{getattr(provider, 'name', 'this provider')} has no outcomes; they are a "
+            "Claude Managed Agents feature"
+        )
+    if isinstance(outcome, Outcome):
+        return outcome
+    if isinstance(outcome, Mapping):
+        try:
+            return Outcome(**outcome)
+        except TypeError as exc:
+            raise ConfigurationError(f"outcome: {exc}") from None
+    raise ConfigurationError("outcome must be an Outcome or a mapping of its fields")

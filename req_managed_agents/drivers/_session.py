@@ -1,0 +1,424 @@
+"""The drivers' front: :class:`Session` and :func:`run_to_completion`.
+
+A session owns one provider conversation and runs each run's turn loop
+(:mod:`~req_managed_agents.drivers._loop`) on a background thread, so that
+``run(timeout=...)`` can stop waiting, tear the in-flight stream down and return on time,
+whatever the network or a tool is doing; and it owns the one stopping rule (see
+:class:`Session`).
+
+``run_to_completion`` is to ``Session`` what ``requests.get`` is to ``requests.Session``: open
+one, run once, close it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_for_futures
+from typing import Any
+
+from req_managed_agents import telemetry
+from req_managed_agents.display._progress import Progress
+from req_managed_agents.drivers._ledger import ToolLedger
+from req_managed_agents.drivers._loop import TurnLoop
+from req_managed_agents.drivers._options import Settings, split_options
+from req_managed_agents.drivers._run import DONE, Run
+from req_managed_agents.drivers._tool_runner import ToolRunCancelled
+from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
+from req_managed_agents.model._stream import StreamItem
+from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
+from req_managed_agents.providers._base import Aborted, Conversation, Provider
+from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
+from req_managed_agents.tools._registry import Tools
+from req_managed_agents.transport._redact import get_logger
+
+__all__ = ["INTERRUPT_WAIT", "Session", "run_to_completion"]
+
+# After a timeout or close, how long to wait for the worker to notice the torn-down I/O.
+_WORKER_JOIN_TIMEOUT = 1.0
+# How long stopping waits for the provider to take the interrupt; it goes on in the
+# background after that, so Ctrl-C never hangs on a slow network.
+INTERRUPT_WAIT = 5.0
+
+_log = get_logger(__name__)
+
+
+class Session:
+    """A provider session driven on a background thread.
+
+    ::
+
+        with Session(provider, handler=tools, agent_id=..., environment_id=...) as session:
+            first = session.run("Summarise the report", timeout=600)
+            follow_up = session.run("Now in French", timeout=600)
+            for item in session.stream("And in German"):
+                ...  # TextDelta, ToolCallStarted, ..., TurnEnded, then the SessionResult
+
+    ``run`` = ``start`` + ``wait``; :meth:`stream` yields the run as it happens. Options:
+    ``max_turns`` per run (a run that reaches it while the agent still wants tools ends
+    ``terminated``), ``max_concurrency`` and ``tool_timeout`` for local tools, ``turn_guard``
+    (see :data:`TurnGuard`), ``metadata`` (reaches handlers via :class:`SessionInfo`),
+    ``telemetry_metadata``, ``on_text`` (called with each new piece of the agent's text as
+    it is written; the rare rewrite of text already shown, by a retried AgentCore attempt,
+    comes through as more text: :meth:`stream` reports it as a ``TextReset``), ``confirm``
+    (see :data:`ConfirmPolicy`; a handler's ``handle_confirmation`` takes precedence),
+    ``terminal_tool`` and ``max_reprompts`` (an ``end_turn`` that never called that tool is
+    re-prompted that many times, then ends ``terminated`` with stop reason
+    ``{"type": "no_terminal_tool"}``), ``outcome`` (an
+    :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
+    instead of a prompt), ``interrupt_on_timeout``, ``verbose`` (show the text as it is
+    written and a progress line updated in place: in a notebook, on a terminal's stderr),
+    ``ledger`` (a :class:`ToolLedger` recording every tool call; over a shared store it
+    keeps "each tool call runs once" across processes) and ``on_unfinished`` (see
+    :data:`UnfinishedPolicy`);
+    every other keyword goes to the provider
+    (``agent_id``, ``session_id``, ``harness_arn``, ...).
+
+    **Stopping.** When the caller stops waiting for a run that is still going - Ctrl-C (or a
+    notebook's interrupt) inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop,
+    breaking out of or closing the stream, :meth:`cancel`, or leaving the ``with`` block
+    (:meth:`close`) - the session stops the run everywhere: the running tools see
+    ``ToolContext.cancelled`` set, the stream is closed, and the provider is asked to stop
+    the remote turn (Claude: ``user.interrupt``; AgentCore: the invocation is closed and the
+    runtime session stopped, which ends its conversation too). A run stopped this way
+    reports ``terminated`` with stop reason ``{"type": "cancelled"}``, and the session is
+    closed. The one exception is a ``timeout`` on :meth:`run` or :meth:`stream`: it closes
+    the stream and stops waiting but leaves the remote turn alone, so the session can be
+    resumed with ``session_id=``, unless ``interrupt_on_timeout=True``.
+    """
+
+    def __init__(self, provider: Provider, *, handler: Handler, **options: Any) -> None:
+        self._settings, self._connect = split_options(provider, handler, options)
+        settings = self._settings
+        self._provider = provider
+        self._handler = handler
+        self._event_handler = handler if isinstance(handler, EventHandler) else None
+        self._outcome = settings.outcome
+        self._ledger = settings.ledger if settings.ledger is not None else ToolLedger()
+        self._loop = TurnLoop(settings, handler, self._ledger, self._meta)
+        self._lock = threading.Lock()
+        self._conversation: Conversation | None = None
+        self._run: Run | None = None
+        self._future: Future[SessionResult] | None = None
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._closed = False
+
+    @property
+    def settings(self) -> Settings:
+        """The session's validated driver options (``max_turns``, ``confirm``, ...)."""
+        return self._settings
+
+    def __repr__(self) -> str:
+        return f"Session(provider={type(self._provider).__name__}, session_id={self.session_id!r})"
+
+    @property
+    def session_id(self) -> str | None:
+        """The provider's session id, once the session exists."""
+        conversation = self._conversation
+        return conversation.info.session_id if conversation is not None else None
+
+    @property
+    def info(self) -> SessionInfo | None:
+        """What handlers receive as ``SessionInfo``, once the session exists."""
+        conversation = self._conversation
+        return conversation.info if conversation is not None else None
+
+    # -- public verbs -------------------------------------------------------------------
+
+    def start(self, prompt: str | None = None) -> None:
+        """Begin a run in the background; ``wait`` for its result."""
+        self._start(prompt, None)
+
+    def wait(self, timeout: float | None = None) -> SessionResult:
+        """The running (or last) run's result; :class:`SessionTimeoutError` if it takes longer
+        than ``timeout`` seconds (the run goes on; see :meth:`run` for a hard deadline).
+        Ctrl-C while waiting stops the run (see the class docs)."""
+        future = self._future
+        if future is None:
+            raise SessionError("nothing was started")
+        # Wait first, then take the result: a run failing with its own TimeoutError (an idle
+        # stream) must reach the caller as that error, not as this wait timing out.
+        try:
+            done, _ = wait_for_futures([future], timeout)
+        except BaseException:
+            if not future.done():
+                self._shutdown(interrupt=True)
+            raise
+        if not done:
+            raise SessionTimeoutError(
+                f"the session did not finish within {timeout:g} s", session_id=self.session_id
+            )
+        return future.result()
+
+    def run(self, prompt: str | None = None, timeout: float | None = None) -> SessionResult:
+        """Run a prompt to completion. On timeout the stream is closed and the worker stopped
+        before :class:`SessionTimeoutError` is raised, and the session is closed; the remote
+        turn is interrupted only with ``interrupt_on_timeout``."""
+        self.start(prompt)
+        future = self._future
+        try:
+            return self.wait(timeout)
+        except SessionTimeoutError:
+            if future is not None and not future.done():
+                self._shutdown(interrupt=self._settings.interrupt_on_timeout)
+            raise
+
+    def stream(
+        self, prompt: str | None = None, *, timeout: float | None = None
+    ) -> Iterator[StreamItem]:
+        """Run a prompt and yield what happens as it happens: :class:`TextDelta` (and
+        :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted` and
+        :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`TurnEnded`, and
+        last the :class:`SessionResult`. Each item comes once, though the provider's events
+        may come more than once.
+
+        The run starts when iteration does. Breaking out of the loop (or closing the
+        generator, as a web server does when its client goes away) stops the run, remote
+        turn included; ``timeout`` bounds the whole run as for :meth:`run`.
+        """
+        items: queue.Queue[Any] = queue.Queue()
+        self._start(prompt, items)
+        future = self._future
+        assert future is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise SessionTimeoutError(
+                        f"the session did not finish within {timeout:g} s",
+                        session_id=self.session_id,
+                    )
+                try:
+                    item = items.get(timeout=remaining)
+                except queue.Empty:
+                    continue
+                if item is DONE:
+                    break
+                yield item
+        except SessionTimeoutError:
+            if not future.done():
+                self._shutdown(interrupt=self._settings.interrupt_on_timeout)
+            raise
+        except BaseException:  # Ctrl-C, or the consumer closing the generator
+            if not future.done():
+                self._shutdown(interrupt=True)
+            raise
+        yield future.result()
+
+    def send_event(self, event: Mapping[str, Any]) -> None:
+        """Post a raw provider event (for example a ``user.tool_confirmation``)."""
+        conversation = self._conversation
+        if conversation is None:
+            raise SessionError("the session has not been opened yet; start a run first")
+        conversation.send_event(event)
+
+    def cancel(self) -> None:
+        """Stop the current run (see the class docs): ``wait`` then returns a
+        ``terminated`` result with stop reason ``{"type": "cancelled"}``. The session is
+        closed afterwards."""
+        self._shutdown(interrupt=True)
+
+    def close(self) -> None:
+        """Release the session's connections; a run still going is stopped first, remote
+        turn included (see the class docs)."""
+        self._shutdown(interrupt=True)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the worker -----------------------------------------------------------------------
+
+    def _start(self, prompt: str | None, items: queue.Queue[Any] | None) -> None:
+        with self._lock:
+            if self._closed:
+                raise SessionError("this session is closed")
+            if self._future is not None and not self._future.done():
+                raise SessionError("a run is already in progress; wait() for it first")
+            outcome = self._outcome
+            if outcome is not None and prompt is not None:
+                raise ConfigurationError(
+                    "this session's first run works toward its outcome: give no prompt (the "
+                    "outcome's description says what to do)"
+                )
+            self._outcome = None  # defined by this run, once
+            self._stop = threading.Event()
+            future: Future[SessionResult] = Future()
+            self._future = future
+            run = Run(
+                session_id=self.session_id,
+                on_text=self._settings.on_text,
+                items=items,
+                terminal_tool=self._settings.terminal_tool,
+                progress=Progress() if self._settings.verbose else None,
+            )
+            self._run = run
+            self._worker = threading.Thread(
+                target=self._work,
+                args=(prompt, outcome, run, future, self._stop),
+                daemon=True,
+                name="rma-session",
+            )
+            self._worker.start()
+
+    def _shutdown(self, *, interrupt: bool) -> None:
+        """Stop the run in flight (once: a run stopped on a timeout is not interrupted
+        later by ``close``) and release the conversation."""
+        with self._lock:
+            self._closed = True
+            conversation, worker = self._conversation, self._worker
+            running = self._future is not None and not self._future.done()
+            first = not self._stop.is_set()
+            self._stop.set()
+        if conversation is not None:
+            # Abort first so the worker reports the cancellation, not the turn the interrupt
+            # ends, and wait for it: a post already on its way lands before the interrupt,
+            # which then stops the provider from working on (and billing) it.
+            conversation.abort()
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(_WORKER_JOIN_TIMEOUT)
+        if conversation is not None:
+            if interrupt and running and first:
+                _bounded(conversation.interrupt, INTERRUPT_WAIT)
+            conversation.close()
+
+    def _work(
+        self,
+        prompt: str | None,
+        outcome: Outcome | None,
+        run: Run,
+        future: Future[SessionResult],
+        stop: threading.Event,
+    ) -> None:
+        started = time.monotonic()
+        try:
+            result = self._drive(prompt, outcome, run, stop)
+        except BaseException as exc:
+            # Stopped from outside while a call was in flight: whatever that call raised on
+            # the torn-down connection, the run was cancelled.
+            cancelled = isinstance(exc, (Aborted, ToolRunCancelled)) or stop.is_set()
+            if not cancelled:
+                self._fail(exc, run, started, future)
+                return
+            result = run.result("terminated", {"type": "cancelled"})
+        usage = result.usage
+        telemetry.emit(
+            "session.stop",
+            {
+                "duration": time.monotonic() - started,
+                "turns": result.turns,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_input_tokens": usage.cache_read_input_tokens,
+                "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            },
+            self._meta(run, terminal=result.terminal),
+        )
+        future.set_result(result)
+        run.finish(result)
+
+    def _fail(
+        self, exc: BaseException, run: Run, started: float, future: Future[SessionResult]
+    ) -> None:
+        telemetry.emit(
+            "session.stop",
+            {"duration": time.monotonic() - started},
+            self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
+        )
+        future.set_exception(exc)
+        run.finish(None)
+
+    def _meta(self, run: Run, **extra: Any) -> dict[str, Any]:
+        conversation = self._conversation
+        library = {
+            "session_id": run.session_id,
+            "provider": conversation.info.provider if conversation else self._provider.name,
+            **extra,
+        }
+        return telemetry.merge_metadata(self._settings.telemetry, library)
+
+    def _open(self, run: Run) -> tuple[Conversation, TurnResult | None]:
+        """The session's conversation, opened on the first run; the resumed turn if any."""
+        if self._conversation is not None:
+            return self._conversation, None
+        conversation = self._provider.open_conversation(
+            self._connect,
+            on_event=self._deliver,
+            on_text=self._text,
+            handler_tools=self._handler.schemas() if isinstance(self._handler, Tools) else None,
+            metadata=self._settings.metadata,
+            telemetry_metadata=self._settings.telemetry,
+        )
+        with self._lock:
+            self._conversation = conversation
+            closed = self._closed
+        if closed:
+            conversation.close()
+            raise Aborted
+        run.session_id = conversation.info.session_id
+        return conversation, conversation.resume()
+
+    def _deliver(self, event: Mapping[str, Any]) -> None:
+        """Every raw event: into the run's record, then to ``handle_event`` (whose errors are
+        logged, never allowed to break the session)."""
+        run = self._run
+        if run is not None:
+            run.live.append(event)
+        if self._event_handler is None:
+            return
+        conversation = self._conversation
+        info = (
+            conversation.info if conversation is not None else SessionInfo("", self._provider.name)
+        )
+        try:
+            self._event_handler.handle_event(event, info)
+        except Exception as exc:
+            _log.warning("handle_event raised %s; continuing", describe_exception(exc))
+
+    def _text(self, message: str, text: str, final: bool) -> None:
+        run = self._run
+        if run is not None:
+            run.tracker.update(message, text, final)
+
+    def _drive(
+        self, prompt: str | None, outcome: Outcome | None, run: Run, stop: threading.Event
+    ) -> SessionResult:
+        conversation, resumed = self._open(run)
+        telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))
+        return self._loop.drive(conversation, resumed, prompt, outcome, run, stop)
+
+
+def _bounded(call: Callable[[], None], seconds: float) -> None:
+    """Run ``call`` on a daemon thread and wait for it at most ``seconds``."""
+    thread = threading.Thread(target=call, name="rma-interrupt", daemon=True)
+    thread.start()
+    thread.join(seconds)
+
+
+def run_to_completion(
+    provider: Provider,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Any,
+) -> SessionResult:
+    """Open a session, run ``prompt`` until the agent is done, close the session.
+
+    Blocking; the tools of one turn run concurrently; ``on_text`` sees the agent's text as it
+    is written (``on_text=print`` in a script or notebook). Options other than the driver's
+    own (``max_turns``, ``tool_timeout``, ``confirm``, ... see :class:`Session`) are
+    provider-specific: Claude takes ``agent_id``/``agent=``, ``environment_id``/
+    ``environment=`` or ``session_id`` (resume); AgentCore takes ``harness_arn``/
+    ``harness=``, ``runtime_session_id`` and its per-invocation limits. Every option, and
+    what stops a run, is described on :class:`Session`.
+    """
+    with Session(provider, handler=handler, **options) as session:
+        return session.run(prompt, timeout=timeout)

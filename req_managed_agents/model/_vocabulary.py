@@ -1,0 +1,280 @@
+"""The canonical turn vocabulary shared by every provider.
+
+Providers fold their native events into these values; drivers and users only ever branch on
+them. Provider-native payloads (raw events, stop reasons) ride along verbatim as plain dicts
+so nothing the provider said is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Union
+
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.model._show import Shown, short_repr
+
+__all__ = [
+    "Allow",
+    "Artifact",
+    "ContentBlock",
+    "Decision",
+    "Deny",
+    "Document",
+    "Image",
+    "Outcome",
+    "SessionInfo",
+    "SessionResult",
+    "Terminal",
+    "ToolResult",
+    "ToolUse",
+    "TurnResult",
+    "Usage",
+]
+
+Terminal = Literal["end_turn", "requires_action", "terminated"]
+"""How a turn ended: the agent finished, it waits for tool results, or it stopped otherwise."""
+
+
+@dataclass(frozen=True)
+class Usage(Shown):
+    """Token counts; add two with ``+`` to accumulate over turns."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token billed: input (fresh, cache writes, cache reads) plus output."""
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+        )
+
+
+@dataclass(frozen=True)
+class ToolUse(Shown):
+    """One call the agent asks a tool to make (``input`` is the decoded JSON arguments).
+
+    ``mcp_server`` names the MCP server of a provider-run MCP tool, ``session_thread_id``
+    the subagent thread that made the call in a multi-agent session (None otherwise).
+    """
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    mcp_server: str | None = None
+    session_thread_id: str | None = None
+
+
+# The media types both the API and the models take for tool-result images and documents.
+IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+DOCUMENT_MEDIA_TYPES = frozenset({"application/pdf", "text/plain"})
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a tool returns to the agent (``data`` is the file's bytes)."""
+
+    data: bytes = field(repr=False)
+    media_type: str = "image/png"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ConfigurationError("an Image needs its bytes")
+        if self.media_type not in IMAGE_MEDIA_TYPES:
+            raise ConfigurationError(
+                f"an Image is one of {', '.join(sorted(IMAGE_MEDIA_TYPES))}, "
+                f"not {self.media_type!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document a tool returns to the agent: a PDF's bytes, or UTF-8 text."""
+
+    data: bytes = field(repr=False)
+    media_type: str = "application/pdf"
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes) or not self.data:
+            raise ConfigurationError("a Document needs its bytes")
+        if self.media_type not in DOCUMENT_MEDIA_TYPES:
+            raise ConfigurationError(
+                f"a Document is application/pdf or text/plain, not {self.media_type!r}"
+            )
+        if self.media_type == "text/plain":
+            try:
+                self.data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ConfigurationError("a text/plain Document must be UTF-8") from None
+
+
+ContentBlock = Union[str, Image, Document]
+"""One piece of a tool's answer: text, an :class:`Image` or a :class:`Document`."""
+
+
+@dataclass(frozen=True)
+class ToolResult(Shown):
+    """The answer to one :class:`ToolUse`; ``is_error`` tells the agent it failed.
+
+    ``content`` is the answer's text. A tool that returns images or documents too has them
+    in ``blocks`` (text, images and documents in the order returned); then ``content``
+    joins the text blocks, and the providers send the blocks.
+    """
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    blocks: tuple[ContentBlock, ...] = ()
+
+    @classmethod
+    def of_blocks(
+        cls, tool_use_id: str, blocks: Sequence[ContentBlock], *, is_error: bool = False
+    ) -> ToolResult:
+        """A result made of content blocks (its ``content`` is their text)."""
+        text = "\n".join(block for block in blocks if isinstance(block, str))
+        return cls(tool_use_id, text, is_error, tuple(blocks))
+
+
+@dataclass(frozen=True)
+class TurnResult(Shown):
+    """One provider turn folded into the canonical vocabulary.
+
+    ``tool_uses`` are the custom tools the agent wants run locally; ``server_tool_uses`` are
+    tools the provider ran itself (observed only); ``confirmations`` are provider tools that
+    wait for permission before they run. ``stop_reason`` and ``events`` are the provider's
+    own values, verbatim; ``outcome`` is the turn's last outcome evaluation, if any.
+    """
+
+    terminal: Terminal
+    text: str = ""
+    tool_uses: tuple[ToolUse, ...] = ()
+    server_tool_uses: tuple[ToolUse, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: Any = None
+    events: tuple[Mapping[str, Any], ...] = ()
+    confirmations: tuple[ToolUse, ...] = ()
+    outcome: Mapping[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return short_repr(self, ("terminal", "text", "tool_uses", "usage", "events"))
+
+
+@dataclass(frozen=True)
+class SessionResult(Shown):
+    """The outcome of driving a session until it stopped needing tool results.
+
+    ``text`` is the final turn's text (the agent's answer, not the narration of earlier tool
+    turns); ``usage`` sums every turn, ``turn_usage`` keeps each turn's share; ``events`` are
+    all raw provider events of the run, deduplicated, in order. ``tool_uses`` and
+    ``tool_results`` list the local tool calls the run made and what they answered.
+    ``terminal_tool_input`` is the input of the run's last call to the session's
+    ``terminal_tool``, if one was named and called; ``outcome`` is the provider's last
+    outcome evaluation (Claude's ``span.outcome_evaluation_end`` event), if an outcome was
+    defined.
+    """
+
+    terminal: Terminal
+    text: str
+    usage: Usage
+    turns: int
+    turn_usage: tuple[Usage, ...]
+    session_id: str | None
+    stop_reason: Any
+    events: tuple[Mapping[str, Any], ...]
+    tool_uses: tuple[ToolUse, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    terminal_tool_input: Mapping[str, Any] | None = None
+    outcome: Mapping[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return short_repr(
+            self, ("terminal", "text", "turns", "usage", "tool_uses", "events", "session_id")
+        )
+
+
+@dataclass(frozen=True)
+class Allow:
+    """Let a provider tool that asked for permission run."""
+
+
+@dataclass(frozen=True)
+class Deny:
+    """Refuse a provider tool that asked for permission; ``message`` tells the agent why."""
+
+    message: str | None = None
+
+
+Decision = Union[Allow, Deny]
+"""The answer to a tool confirmation."""
+
+# The limits Claude Managed Agents puts on an outcome.
+MAX_RUBRIC_CHARS = 262_144
+MAX_OUTCOME_ITERATIONS = 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the work must achieve, graded by the provider until it does (Claude only).
+
+    ``rubric`` is the grading text, or a provider rubric object such as ``{"type": "file",
+    "file_id": ...}``; ``max_iterations`` bounds the revise-and-grade cycles (1-20,
+    provider default 3). Checked on construction, so a bad outcome fails before any request.
+    """
+
+    description: str
+    rubric: str | Mapping[str, Any]
+    max_iterations: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ConfigurationError("an outcome needs a non-empty description")
+        if isinstance(self.rubric, str):
+            if not self.rubric.strip() or len(self.rubric) > MAX_RUBRIC_CHARS:
+                raise ConfigurationError(f"an outcome rubric is 1 to {MAX_RUBRIC_CHARS} characters")
+        elif not (isinstance(self.rubric, Mapping) and self.rubric.get("type") in ("text", "file")):
+            raise ConfigurationError('an outcome rubric is text or {"type": "text" | "file", ...}')
+        iterations = self.max_iterations
+        if iterations is not None and (
+            not isinstance(iterations, int)
+            or isinstance(iterations, bool)
+            or not 1 <= iterations <= MAX_OUTCOME_ITERATIONS
+        ):
+            raise ConfigurationError(f"max_iterations must be 1 to {MAX_OUTCOME_ITERATIONS}")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """Which session a tool call or event belongs to; ``metadata`` holds caller tags."""
+
+    session_id: str
+    provider: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file stored in a session's artifact store (``id`` is the provider's reference)."""
+
+    name: str
+    size: int | None
+    id: str
+    created_at: datetime | None = None
+    media_type: str | None = None

@@ -1,0 +1,108 @@
+"""Harnesses on the control plane: create, read, list (every page), update, versions,
+delete, and the agent runtime behind a harness."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from req_managed_agents.errors import APIError
+from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
+
+__all__ = ["HarnessesAPI"]
+
+LIST_PAGE_SIZE = 100
+
+
+class HarnessesAPI(ClientCore):
+    """Harness CRUD on the control plane."""
+
+    def create_harness(
+        self, body: Mapping[str, Any], *, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """``CreateHarness``; returns the ``harness`` object. A ``clientToken`` is added when
+        absent, so a retried create cannot make a second harness. ``deadline`` (monotonic)
+        bounds the call, retries included."""
+        if not body.get("harnessName"):
+            raise ValueError("a harness needs a harnessName")
+        if not body.get("executionRoleArn"):
+            raise ValueError("a harness needs an executionRoleArn")
+        payload = {"clientToken": client_token(), **body}
+        created = self._control_json("POST", "/harnesses", body=payload, deadline=deadline)
+        return _harness(created, "CreateHarness")
+
+    def get_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
+        """``GetHarness``; returns the ``harness`` object (with its ``status``). ``deadline``
+        (monotonic) bounds the call, retries included."""
+        path = f"/harnesses/{segment(harness_id)}"
+        return _harness(self._control_json("GET", path, deadline=deadline), "GetHarness")
+
+    def list_harnesses(self) -> list[dict[str, Any]]:
+        """Every harness summary, following ``nextToken`` to the last page."""
+        return self._paged("/harnesses", "harnesses")
+
+    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
+        seen_tokens: set[str] = set()
+        while True:
+            page = self._control_json("GET", path, params=params)
+            found = page.get(member)
+            if not isinstance(found, list):
+                raise APIError(200, None, f"GET {path} returned no {member!r} list", None)
+            items.extend(item for item in found if isinstance(item, dict))
+            token = page.get("nextToken")
+            if not isinstance(token, str) or not token or token in seen_tokens:
+                return items
+            seen_tokens.add(token)
+            params = {**params, "nextToken": token}
+
+    def update_harness(
+        self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """``UpdateHarness`` (a ``PATCH`` of the members given); returns the ``harness``
+        object, usually ``UPDATING``. A ``clientToken`` is added when absent, so a retry is
+        harmless."""
+        payload = {"clientToken": client_token(), **body}
+        path = f"/harnesses/{segment(harness_id)}"
+        updated = self._control_json("PATCH", path, body=payload, deadline=deadline)
+        return _harness(updated, "UpdateHarness")
+
+    def list_harness_versions(self, harness_id: str) -> list[dict[str, Any]]:
+        """Every version of a harness (``ListHarnessVersions``), following ``nextToken``."""
+        return self._paged(f"/harnesses/{segment(harness_id)}/versions", "harnessVersions")
+
+    def delete_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
+        """``DeleteHarness``; deletion is asynchronous (the harness goes ``DELETING``)."""
+        path = f"/harnesses/{segment(harness_id)}"
+        return self._control_json("DELETE", path, deadline=deadline)
+
+    def runtime_arn(self, harness_arn: str) -> str | None:
+        """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``, asked
+        once per harness); None if the harness names none."""
+        if harness_arn not in self._runtime_arns:
+            harness = self.get_harness(harness_arn.rsplit("/", 1)[-1])
+            environment = harness.get("environment")
+            runtime = (
+                environment.get("agentCoreRuntimeEnvironment")
+                if isinstance(environment, Mapping)
+                else None
+            )
+            arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
+            self._runtime_arns[harness_arn] = arn if isinstance(arn, str) and arn else None
+        return self._runtime_arns[harness_arn]
+
+    # -- data plane -----------------------------------------------------------------------
+
+
+def _harness(body: dict[str, Any], operation: str) -> dict[str, Any]:
+    harness = body.get("harness")
+    if not isinstance(harness, dict) or not harness.get("arn") or not harness.get("harnessId"):
+        raise APIError(
+            200,
+            None,
+            f"{operation} returned no harness with an arn and a harnessId",
+            None,
+            body=body,
+        )
+    return harness

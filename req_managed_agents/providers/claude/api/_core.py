@@ -1,0 +1,344 @@
+"""What every Claude control-plane noun shares: the authenticated HTTP client, error
+parsing, paging and the checks of ids, lists and metadata.
+
+Retries follow the :mod:`~req_managed_agents.transport._backoff` policy:
+
+* GET and DELETE, the ``archive`` POSTs (archiving twice leaves the same state), redacting
+  a memory version (likewise), validating an MCP OAuth credential (a probe: a repeat probes
+  again and creates nothing) and the updates of sessions, environments, memory stores,
+  memories, vaults and credentials (an update sets the fields it names, so a repeat leaves
+  the same state) are retried on connection errors, timeouts, 408/429/5xx/529;
+* creating a session is retried the same way: a repeat can at worst leave an empty idle
+  session behind (with its resources mounted), which does no work;
+* creates (agents, environments, memory stores, memories, vaults, credentials, session
+  resources, file uploads), agent updates, memory updates with a ``precondition`` and
+  ``send_events`` are retried only when the server provably did not act (no connection, or
+  a 429/503/529 refusal with ``retry-after``): a repeated create would leave a duplicate
+  behind, a repeated conditional update would fail the ``version`` or content hash its own
+  first attempt moved on, and a repeated ``user.message`` would prompt the agent twice. The
+  session driver recovers ``send_events`` itself: whether an event landed can be read back
+  from the session's history, so it checks before re-sending.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, BinaryIO, Literal, Union
+from urllib.parse import quote
+
+import requests
+
+from req_managed_agents.errors import APIError, ConfigurationError
+from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
+from req_managed_agents.transport._http import HttpClient, api_error
+from req_managed_agents.transport._json import excerpt, loads
+from req_managed_agents.transport._redact import Secret
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "FILES_BETA",
+    "MANAGED_AGENTS_BETA",
+    "MEMORY_BETA",
+    "REQUESTS",
+    "AuthScheme",
+    "ClientCore",
+    "FileContent",
+    "Json",
+]
+
+# Every request: 0.5 s doubling to 8 s with jitter, the server's retry-after up to 60 s;
+# how many times is the provider's ``max_retries``.
+REQUESTS = RetryPolicy()
+
+MANAGED_AGENTS_BETA = "managed-agents-2026-04-01"
+FILES_BETA = "files-api-2025-04-14"
+# Memory store endpoints take this beta or the managed-agents one; we send both.
+MEMORY_BETA = "agent-memory-2026-07-22"
+ANTHROPIC_VERSION = "2023-06-01"
+
+# ``x-api-key: <key>`` (the documented default) or ``Authorization: Bearer <key>`` (what the
+# official SDK 2.x sends, with ``anthropic-version: 2026-10-21``).
+AuthScheme = Literal["x-api-key", "bearer"]
+_AUTH_SCHEMES = ("x-api-key", "bearer")
+
+# The API caps history pages at 1000; 100 keeps each response small while paging fast.
+EVENTS_PAGE_SIZE = 100
+LIST_PAGE_SIZE = 100
+# Lists whose items carry their content (``view="full"``) take pages of at most 20.
+FULL_VIEW_PAGE_SIZE = 20
+# How much of an error body that is not JSON an APIError keeps.
+_ERROR_BODY_EXCERPT = 2000
+
+# The API's metadata limits (sessions, vaults, credentials, memory stores).
+_MAX_METADATA_PAIRS = 16
+_MAX_METADATA_KEY = 64
+_MAX_METADATA_VALUE = 512
+# ``created_at_gte=`` (the SDK's keyword) is sent as ``created_at[gte]=``.
+_DATE_FILTER = re.compile(r"(created_at)_(gt|gte|lt|lte)")
+
+Json = dict[str, Any]
+FileContent = Union[bytes, BinaryIO, str, "os.PathLike[str]"]
+
+
+def segment(value: str) -> str:
+    """One path segment; an id can never escape into another path."""
+    if not value or value in (".", ".."):
+        # requests collapses dot segments (even percent-encoded ones) into another path.
+        raise ValueError(f"an id must be a non-empty string other than '.' or '..', got {value!r}")
+    return quote(value, safe="")
+
+
+def _parse_anthropic_error(response: requests.Response) -> APIError:
+    try:
+        body: Any = loads(response.content)
+    except ValueError:
+        body = excerpt(response.content, _ERROR_BODY_EXCERPT)
+    error = body.get("error") if isinstance(body, dict) else None
+    error_type = message = None
+    if isinstance(error, dict):
+        details = error.get("details")
+        error_type = error.get("type")
+        if isinstance(details, dict) and isinstance(details.get("error_code"), str):
+            error_type = details["error_code"]
+        message = error.get("message")
+    if not isinstance(message, str) or not message:
+        text = body.strip() if isinstance(body, str) else ""
+        message = text or response.reason or f"HTTP {response.status_code}"
+    request_id = response.headers.get("request-id") or (
+        body.get("request_id") if isinstance(body, dict) else None
+    )
+    return api_error(
+        response.status_code,
+        error_type if isinstance(error_type, str) else None,
+        message,
+        request_id,
+        body=body,
+        retry_after=parse_retry_after(response.headers),
+    )
+
+
+class ClientCore:
+    """The authenticated, pooled HTTP client under every noun of the control plane."""
+
+    def __init__(
+        self,
+        api_key: Secret,
+        *,
+        base_url: str,
+        timeout: float,
+        max_retries: int,
+        http: requests.Session | None = None,
+        anthropic_version: str = ANTHROPIC_VERSION,
+        beta: str = MANAGED_AGENTS_BETA,
+        files_beta: str = FILES_BETA,
+        memory_beta: str = MEMORY_BETA,
+        auth_scheme: AuthScheme = "x-api-key",
+    ) -> None:
+        if auth_scheme not in _AUTH_SCHEMES:
+            raise ConfigurationError(
+                f"auth_scheme must be 'x-api-key' or 'bearer', got {auth_scheme!r}"
+            )
+        self._api_key = api_key
+        self.auth_scheme: AuthScheme = auth_scheme
+        self.anthropic_version = anthropic_version
+        self.beta = beta
+        self.files_beta = files_beta
+        self.memory_beta = memory_beta
+        self._http = HttpClient(
+            base_url,
+            timeout=timeout,
+            retry=REQUESTS.but(max_retries=max_retries),
+            parse_error=_parse_anthropic_error,
+            authenticate=self._authenticate,
+            session=http,
+        )
+        self._closed = threading.Event()
+
+    @property
+    def base_url(self) -> str:
+        """The API root every path is joined to."""
+        return self._http.base_url
+
+    @property
+    def timeout(self) -> float:
+        """Seconds a request may wait for each read."""
+        return self._http.timeout
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self._closed.set()
+        self._http.close()
+
+    def _authenticate(self, request: requests.PreparedRequest) -> None:
+        if self.auth_scheme == "bearer":
+            request.headers["authorization"] = f"Bearer {self._api_key.reveal()}"
+        else:
+            request.headers["x-api-key"] = self._api_key.reveal()
+        request.headers["anthropic-version"] = self.anthropic_version
+        request.headers.setdefault("anthropic-beta", self.beta)
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> Json:
+        response = self._http.request(
+            method,
+            path,
+            idempotent=idempotent,
+            json=body,
+            params=params,
+            headers=headers,
+            telemetry_metadata=telemetry_metadata,
+        )
+        return json_object(response, f"{method} {path}")
+
+    def _list_all(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> list[Json]:
+        return list(self._iter_pages(path, params, headers, telemetry_metadata))
+
+    def _iter_pages(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        telemetry_metadata: Mapping[str, Any] | None,
+    ) -> Iterator[Json]:
+        """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end."""
+        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
+        seen_cursors: set[str] = set()
+        while True:
+            page = self._json(
+                "GET",
+                path,
+                idempotent=True,
+                params=query,
+                headers=headers,
+                telemetry_metadata=telemetry_metadata,
+            )
+            data = page.get("data")
+            if not isinstance(data, list):
+                raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
+            yield from (item for item in data if isinstance(item, dict))
+            cursor = page.get("next_page")
+            if isinstance(cursor, str) and cursor:
+                if cursor in seen_cursors:
+                    return  # a server repeating a cursor would otherwise loop forever
+                seen_cursors.add(cursor)
+                query = {**query, "page": cursor}
+                query.pop("after_id", None)
+            elif page.get("has_more") and isinstance(page.get("last_id"), str):
+                if page["last_id"] in seen_cursors:
+                    return
+                seen_cursors.add(page["last_id"])
+                query = {**query, "after_id": page["last_id"]}
+            else:
+                return
+
+    def _files_headers(self) -> dict[str, str]:
+        return {"anthropic-beta": f"{self.files_beta},{self.beta}"}
+
+    def _memory_headers(self) -> dict[str, str]:
+        """Memory store endpoints accept either beta; sending both satisfies any gateway."""
+        return {"anthropic-beta": f"{self.memory_beta},{self.beta}"}
+
+
+def json_object(response: requests.Response, what: str) -> Json:
+    """A successful response's JSON object; an empty body is ``{}``. Anything else is an
+    :class:`APIError` quoting a bounded prefix of the body."""
+    if not response.content:
+        return {}
+    try:
+        data = loads(response.content)
+    except ValueError as exc:
+        raise APIError(
+            response.status_code,
+            None,
+            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
+            response.headers.get("request-id"),
+        ) from None
+    if not isinstance(data, dict):
+        raise APIError(
+            response.status_code,
+            None,
+            f"expected a JSON object from {what}",
+            response.headers.get("request-id"),
+        )
+    return data
+
+
+def query_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Query parameters spelled as the API expects: booleans as ``true``/``false``, lists in
+    bracket form (``types[]=a&types[]=b``), ``created_at_gte`` as ``created_at[gte]`` and
+    datetimes in ISO 8601; ``None`` values are left out."""
+    query: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        date_filter = _DATE_FILTER.fullmatch(key)
+        name = f"{date_filter[1]}[{date_filter[2]}]" if date_filter else key
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, (list, tuple)):
+            value = list(value)
+            if not name.endswith("[]"):
+                name += "[]"
+        query[name] = value
+    return query
+
+
+def id_value(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field} must be a non-empty string, got {value!r}")
+    return value
+
+
+def positive_version(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{field} must be an integer of at least 1, got {value!r}")
+    return value
+
+
+def as_list(field: str, value: object) -> list[Any]:
+    """A list or tuple as a list; a lone string would otherwise pass as a list of letters."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{field} must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+def checked_metadata(metadata: object) -> dict[str, str]:
+    """String keys and values within the API's limits (16 pairs, 64- and 512-char caps)."""
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    if len(metadata) > _MAX_METADATA_PAIRS:
+        raise ValueError(f"metadata holds at most {_MAX_METADATA_PAIRS} pairs, got {len(metadata)}")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= _MAX_METADATA_KEY:
+            raise ValueError(
+                f"metadata keys must be strings of 1 to {_MAX_METADATA_KEY} characters, got {key!r}"
+            )
+        if not isinstance(value, str):
+            raise ValueError(f"metadata[{key!r}] must be a string, got {type(value).__name__}")
+        if len(value) > _MAX_METADATA_VALUE:
+            raise ValueError(
+                f"metadata[{key!r}] is {len(value)} characters long; "
+                f"the API allows at most {_MAX_METADATA_VALUE}"
+            )
+    return dict(metadata)

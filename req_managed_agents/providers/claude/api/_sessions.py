@@ -1,0 +1,191 @@
+"""Sessions (created with their options) and the resources mounted in them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from req_managed_agents.providers.claude.api._core import (
+    ClientCore,
+    Json,
+    as_list,
+    checked_metadata,
+    id_value,
+    positive_version,
+    query_params,
+    segment,
+)
+
+__all__ = ["SessionsAPI"]
+
+# What a session can mount, and the field each kind cannot do without.
+_RESOURCE_ID_FIELDS = {
+    "file": "file_id",
+    "github_repository": "url",
+    "memory_store": "memory_store_id",
+}
+_AGENT_REFERENCE_TYPES = ("agent", "agent_with_overrides")
+
+# What a session may be created with (the API's own limit on their number).
+_INITIAL_EVENT_TYPES = frozenset({"user.message", "user.define_outcome"})
+_MAX_INITIAL_EVENTS = 50
+
+
+def _initial_events(events: Any) -> list[Json]:
+    checked = []
+    for i, event in enumerate(as_list("initial_events", events)):
+        if not isinstance(event, Mapping) or event.get("type") not in _INITIAL_EVENT_TYPES:
+            raise ValueError(
+                f"initial_events[{i}] must be a user.message or user.define_outcome event"
+            )
+        checked.append(dict(event))
+    if not checked or len(checked) > _MAX_INITIAL_EVENTS:
+        raise ValueError(f"initial_events holds 1 to {_MAX_INITIAL_EVENTS} events")
+    return checked
+
+
+def _agent_reference(agent: object) -> str | Json:
+    """The session's ``agent``: an id, or a ``{"type": "agent" | "agent_with_overrides"}``
+    mapping whose ``id`` and ``version`` (when given) are checked."""
+    if isinstance(agent, str):
+        return id_value("agent", agent)
+    if not isinstance(agent, Mapping):
+        raise ValueError(f"agent must be an agent id or a mapping, got {type(agent).__name__}")
+    if agent.get("type") not in _AGENT_REFERENCE_TYPES:
+        raise ValueError(
+            f"agent.type must be 'agent' or 'agent_with_overrides', got {agent.get('type')!r}"
+        )
+    id_value("agent.id", agent.get("id"))
+    if "version" in agent:
+        positive_version("agent.version", agent["version"])
+    return dict(agent)
+
+
+def _resource(field: str, resource: object) -> Json:
+    """One session resource, of a known ``type`` and with the id that type needs."""
+    if not isinstance(resource, Mapping):
+        raise ValueError(f"{field} must be a mapping, got {type(resource).__name__}")
+    kind = resource.get("type")
+    required = _RESOURCE_ID_FIELDS.get(kind) if isinstance(kind, str) else None
+    if required is None:
+        known = ", ".join(repr(k) for k in _RESOURCE_ID_FIELDS)
+        raise ValueError(f"{field}.type must be one of {known}, got {kind!r}")
+    id_value(f"{field}.{required}", resource.get(required))
+    return dict(resource)
+
+
+class SessionsAPI(ClientCore):
+    """Sessions (created with their options) and the resources mounted in them."""
+
+    def create_session(
+        self,
+        agent: str | Mapping[str, Any],
+        environment_id: str,
+        *,
+        vault_ids: Sequence[str] | None = None,
+        resources: Sequence[Mapping[str, Any]] | None = None,
+        metadata: Mapping[str, str] | None = None,
+        title: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+        initial_events: Sequence[Mapping[str, Any]] | None = None,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+    ) -> Json:
+        """Create a session (``POST /v1/sessions``).
+
+        ``agent`` is an agent id (its latest version), ``{"type": "agent", "id", "version"}``
+        (a pinned version) or ``{"type": "agent_with_overrides", "id", ...}``. ``resources``
+        are mounted into the container (``file``, ``github_repository``, ``memory_store``);
+        ``vault_ids`` lend the agent stored credentials; ``budget`` caps its spending;
+        ``initial_events`` (``user.message``, ``user.define_outcome``, at most 50) start work
+        at once - then read what they cause from the history, since no stream was attached
+        yet. Options left at ``None`` are not sent; each is checked here so that a mistake is
+        a :class:`ValueError` naming it.
+
+        A bare session is retried like an idempotent call even when the server may have
+        acted: the worst a repeat can leave behind is a second, idle session that does no
+        work, whereas giving up loses the whole run. With ``initial_events`` it is not, as a
+        repeat would do the work twice.
+        """
+        body: Json = {
+            "agent": _agent_reference(agent),
+            "environment_id": id_value("environment_id", environment_id),
+        }
+        if vault_ids is not None:
+            body["vault_ids"] = [
+                id_value(f"vault_ids[{i}]", v)
+                for i, v in enumerate(as_list("vault_ids", vault_ids))
+            ]
+        if resources is not None:
+            body["resources"] = [
+                _resource(f"resources[{i}]", r)
+                for i, r in enumerate(as_list("resources", resources))
+            ]
+        if metadata is not None:
+            body["metadata"] = checked_metadata(metadata)
+        if title is not None:
+            if not isinstance(title, str):
+                raise ValueError(f"title must be a string, got {type(title).__name__}")
+            body["title"] = title
+        if budget is not None:
+            if not isinstance(budget, Mapping):
+                raise ValueError(f"budget must be a mapping, got {type(budget).__name__}")
+            body["budget"] = dict(budget)
+        if initial_events is not None:
+            body["initial_events"] = _initial_events(initial_events)
+        return self._json(
+            "POST",
+            "/v1/sessions",
+            # A session that starts working at once is no longer harmless to create twice.
+            idempotent=initial_events is None,
+            body=body,
+            telemetry_metadata=telemetry_metadata,
+        )
+
+    def get_session(
+        self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None
+    ) -> Json:
+        """A session: status, agent snapshot, resources, usage."""
+        return self._json(
+            "GET",
+            f"/v1/sessions/{segment(session_id)}",
+            idempotent=True,
+            telemetry_metadata=telemetry_metadata,
+        )
+
+    def update_session(self, session_id: str, body: Mapping[str, Any]) -> Json:
+        """Change ``title``, ``metadata`` (null deletes a key), ``budget`` or the agent's
+        ``tools``/``mcp_servers`` (an idle session only) with ``POST /v1/sessions/{id}``."""
+        path = f"/v1/sessions/{segment(session_id)}"
+        return self._json("POST", path, idempotent=True, body=dict(body))
+
+    def list_sessions(self, **params: Any) -> list[Json]:
+        """Every session (all pages), newest first unless ``order="asc"``; ``statuses=[...]``
+        and ``created_at_gte=`` etc. filter."""
+        return self._list_all("/v1/sessions", query_params(params))
+
+    def archive_session(self, session_id: str) -> Json:
+        """Block new events but keep the history; a running session must be interrupted first."""
+        path = f"/v1/sessions/{segment(session_id)}/archive"
+        return self._json("POST", path, idempotent=True, body={})
+
+    def delete_session(self, session_id: str) -> Json:
+        """Delete a session with its events, sandbox and output files."""
+        return self._json("DELETE", f"/v1/sessions/{segment(session_id)}", idempotent=True)
+
+    def attach_file(self, session_id: str, file_id: str, mount_path: str | None = None) -> Json:
+        """Mount an uploaded file into a session (read-only, under ``/mnt/session/uploads``)."""
+        body: Json = {"type": "file", "file_id": file_id}
+        if mount_path is not None:
+            body["mount_path"] = mount_path
+        path = f"/v1/sessions/{segment(session_id)}/resources"
+        return self._json("POST", path, idempotent=False, body=body)
+
+    def list_session_resources(self, session_id: str) -> list[Json]:
+        """The resources (mounted files, repositories) attached to a session."""
+        path = f"/v1/sessions/{segment(session_id)}/resources"
+        return self._list_all(path)
+
+    def delete_session_resource(self, session_id: str, resource_id: str) -> Json:
+        """Detach a resource from a session."""
+        path = f"/v1/sessions/{segment(session_id)}/resources/{segment(resource_id)}"
+        return self._json("DELETE", path, idempotent=True)

@@ -1,0 +1,108 @@
+"""Provisioning for Claude Managed Agents: an agent named by its content, in a
+content-addressed environment shared by every agent with the same environment spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from req_managed_agents.errors import ConflictError, ProvisioningError
+from req_managed_agents.provisioner._environments import (
+    EnvironmentHandle,
+    ensure_environment,
+    is_live,
+)
+from req_managed_agents.provisioner._handles import ClaudeAgentHandle, forget, from_record, remember
+from req_managed_agents.provisioner._identity import CLAUDE_NAMES, compose_name, digest, digest8
+from req_managed_agents.provisioner._runtimes import system_prompt_block
+from req_managed_agents.provisioner._specs import AgentSpec, EnvironmentSpec
+from req_managed_agents.provisioner._targets import claude_client
+from req_managed_agents.stores import Store
+from req_managed_agents.stores._base import store_lock
+
+__all__ = [
+    "DEFAULT_CLAUDE_ENVIRONMENT",
+    "claude_agent_body",
+    "find_claude_agent",
+    "provision_claude",
+]
+
+# The environment an agent gets when none is given: a cloud sandbox with open networking.
+DEFAULT_CLAUDE_ENVIRONMENT = EnvironmentSpec(
+    {"type": "cloud", "networking": {"type": "unrestricted"}}
+)
+
+
+def _claude_model(spec: AgentSpec) -> Any:
+    # The API rejects provider-qualified ids ("anthropic:claude-..."): send the bare id.
+    model = spec.model.split(":", 1)[1] if spec.model.startswith("anthropic:") else spec.model
+    return {"id": model, **spec.model_config} if spec.model_config else model
+
+
+def claude_agent_body(spec: AgentSpec, environment: EnvironmentSpec | None) -> dict[str, Any]:
+    system = spec.system_prompt
+    if environment is not None and environment.runtimes:
+        system = f"{system}\n\n{system_prompt_block(environment.runtimes)}".strip()
+    return {
+        "model": _claude_model(spec),
+        "system": system,
+        "tools": [{"type": "custom", **dict(tool)} for tool in spec.declarations],
+    }
+
+
+def provision_claude(
+    provider: Any,
+    spec: AgentSpec,
+    environment: EnvironmentSpec | EnvironmentHandle | None,
+    store: Store,
+) -> ClaudeAgentHandle:
+    client = claude_client(provider)
+    env_spec = environment if isinstance(environment, EnvironmentSpec) else None
+    if environment is None:
+        env_spec = DEFAULT_CLAUDE_ENVIRONMENT
+    body = claude_agent_body(spec, env_spec)
+    agent_digest = digest8(body)
+    name = compose_name(spec.name, agent_digest, CLAUDE_NAMES)
+    with store_lock(store):
+        env_handle = (
+            environment
+            if isinstance(environment, EnvironmentHandle)
+            else ensure_environment(
+                provider,
+                env_spec or DEFAULT_CLAUDE_ENVIRONMENT,
+                name=f"{spec.name}_env",
+                store=store,
+            )
+        )
+        key = "provision:" + digest(["claude", client.base_url, name, env_handle.environment_id])
+        cached = from_record(store.get(key))
+        if isinstance(cached, ClaudeAgentHandle):
+            if is_live(client.get_agent, cached.agent_id):
+                return cached
+            forget(store, cached)  # archived or deleted elsewhere: rebuild below
+        agent = find_claude_agent(client, name)
+        if agent is None:
+            try:
+                agent = client.create_agent({"name": name, **body})
+            except ConflictError:
+                agent = find_claude_agent(client, name)
+                if agent is None:
+                    raise ProvisioningError(
+                        f"agent name {name!r} is taken by an archived or unlisted agent; "
+                        "change the spec or its name"
+                    ) from None
+        version = agent.get("version")
+        handle = ClaudeAgentHandle(
+            str(agent["id"]),
+            env_handle.environment_id,
+            name,
+            agent_digest,
+            version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+        )
+        remember(store, key, handle)
+    return handle
+
+
+def find_claude_agent(client: Any, name: str) -> dict[str, Any] | None:
+    """The active agent named ``name``. An archived one does not count: a create may reuse
+    the name (torn down, then provisioned again) where the API allows it."""
+    return next((dict(a) for a in client.list_agents() if a.get("name") == name), None)

@@ -1,0 +1,154 @@
+"""The handler seam: how a session hands tool calls and events to user code.
+
+The provider never runs custom tools; it stops and asks. A :class:`Handler` answers. Whatever
+the handler does - return, raise, or name a tool it does not know - :func:`invoke_tool` turns
+it into a :class:`ToolResult`, so a faulty tool becomes an ``is_error`` answer the agent can
+react to instead of a crashed session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, Union, cast, runtime_checkable
+
+from req_managed_agents.model._vocabulary import (
+    ContentBlock,
+    Decision,
+    Document,
+    Image,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+)
+from req_managed_agents.transport._redact import redact
+
+__all__ = [
+    "ConfirmationHandler",
+    "EventHandler",
+    "Handler",
+    "ToolContext",
+    "ToolOutput",
+    "call_tool",
+    "content_blocks",
+    "describe_exception",
+    "invoke_tool",
+]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool call knows about where it runs.
+
+    ``cancelled`` is set when the session stops waiting for this call (its ``tool_timeout``
+    passed or the session was cancelled); a long tool can poll it and return early, since a
+    Python thread cannot be stopped from outside.
+    """
+
+    tool_use_id: str
+    session: SessionInfo
+    cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+
+
+ToolOutput = Union[str, ToolResult, Image, Document, Sequence[ContentBlock]]
+"""What a tool call may answer: text, a :class:`ToolResult`, or content blocks (an
+:class:`Image`, a :class:`Document`, or a list mixing them with text)."""
+
+
+@runtime_checkable
+class Handler(Protocol):
+    """Runs the custom tools the agent calls.
+
+    Return the tool's text (or a :class:`ToolResult` to flag an error yourself). Raising is
+    fine too: the exception's type and message go back to the agent as an error result.
+    A handler may also define ``handle_event(event, info)`` (see :class:`EventHandler`) to
+    watch every raw provider event live; events are delivered at least once.
+    """
+
+    def handle_tool_call(
+        self, name: str, input: Mapping[str, Any], context: ToolContext
+    ) -> ToolOutput:
+        """Answer one tool call: text, a ``ToolResult`` or content blocks (raising is fine)."""
+        ...
+
+
+@runtime_checkable
+class EventHandler(Protocol):
+    """The optional live-event hook a :class:`Handler` may also implement."""
+
+    def handle_event(self, event: Mapping[str, Any], info: SessionInfo) -> None:
+        """See every raw provider event as it arrives (at least once)."""
+        ...
+
+
+@runtime_checkable
+class ConfirmationHandler(Protocol):
+    """The optional permission hook a :class:`Handler` may also implement.
+
+    Called when a provider-run tool (a built-in or MCP tool under an ``always_ask`` policy)
+    waits for permission; return :class:`~req_managed_agents.Allow` or
+    :class:`~req_managed_agents.Deny` (with a message for the agent). A hook that raises
+    or returns anything else denies the call.
+    """
+
+    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision:
+        """Allow or deny ``tool_use`` (``context`` says which session asks)."""
+        ...
+
+
+def content_blocks(output: object) -> list[ContentBlock] | None:
+    """``output`` as content blocks when it is an image, a document, or a list of text,
+    images and documents holding at least one of the latter; None otherwise (a list of
+    plain strings is data, not blocks)."""
+    if isinstance(output, (Image, Document)):
+        return [output]
+    if not isinstance(output, (list, tuple)):
+        return None
+    if not all(isinstance(item, (str, Image, Document)) for item in output):
+        return None
+    if all(isinstance(item, str) for item in output):
+        return None
+    return list(output)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message`` for an agent or a log line: no traceback, no secrets."""
+    message = redact(str(exc))
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def invoke_tool(handler: Handler, tool_use: ToolUse, context: ToolContext) -> ToolResult:
+    """Run one tool call through ``handler`` and always come back with a result."""
+    return call_tool(handler, tool_use, context)[0]
+
+
+def call_tool(
+    handler: Handler, tool_use: ToolUse, context: ToolContext
+) -> tuple[ToolResult, BaseException | None]:
+    """Like :func:`invoke_tool`, also returning the exception the handler raised, if any.
+
+    ``SystemExit`` and friends count too: a tool wrapping a command-line parser that
+    rejects the agent's arguments must answer with an error, not end the turn's thread.
+    """
+    try:
+        # Typed as object: user handlers break their annotations at run time.
+        output = cast(object, handler.handle_tool_call(tool_use.name, tool_use.input, context))
+    except KeyboardInterrupt:
+        raise  # the user's Ctrl-C is not the tool's answer
+    except BaseException as exc:
+        return ToolResult(tool_use.id, describe_exception(exc), is_error=True), exc
+    if isinstance(output, ToolResult):
+        if output.tool_use_id != tool_use.id:
+            output = replace(output, tool_use_id=tool_use.id)
+        return output, None
+    if isinstance(output, str):
+        return ToolResult(tool_use.id, output), None
+    blocks = content_blocks(output)
+    if blocks is not None:
+        return ToolResult.of_blocks(tool_use.id, blocks), None
+    message = (
+        f"tool {tool_use.name!r} returned {type(output).__name__}; expected str, ToolResult, "
+        "Image, Document or a list of them"
+    )
+    return ToolResult(tool_use.id, message, is_error=True), None
