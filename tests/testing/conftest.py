@@ -8,7 +8,7 @@ from typing import Any, Callable
 import pytest
 
 from req_managed_agents.testing import ClaudeEmulator
-from tests.testing._api import Api, Stream
+from tests.support.api import Api, Stream
 
 
 @pytest.fixture

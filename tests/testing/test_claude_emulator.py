@@ -12,7 +12,7 @@ import requests
 
 from req_managed_agents.testing import ClaudeEmulator, RecordedRequest, ToolCall, Turn, call
 from req_managed_agents.testing._claude import BETA
-from tests.testing._api import api_headers, error_of, ok, tool_result, user_message
+from tests.support.api import api_headers, error_of, ok, tool_result, user_message
 
 # --- authentication and headers -------------------------------------------------------------
 

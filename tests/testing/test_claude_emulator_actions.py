@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents.testing import ClaudeEmulator, ToolCall, Turn, call
-from tests.testing._api import Api, error_of, ok, tool_result, user_message
+from tests.support.api import Api, error_of, ok, tool_result, user_message
 
 # --- helpers ----------------------------------------------------------------------------------
 

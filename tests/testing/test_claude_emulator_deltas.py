@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from req_managed_agents.testing import Turn
-from tests.testing._api import api_headers, error_of, ok, stream_url, user_message
+from tests.support.api import api_headers, error_of, ok, stream_url, user_message
 
 MESSAGE = "The weather in Paris is sunny."
 

@@ -12,7 +12,7 @@ import requests
 
 from req_managed_agents.testing import ClaudeEmulator, Turn
 from req_managed_agents.testing._claude import BETA
-from tests.testing._api import FILES_BETA, Api, error_of, ok
+from tests.support.api import FILES_BETA, Api, error_of, ok
 
 BOTH_BETAS = f"{FILES_BETA},{BETA}"
 

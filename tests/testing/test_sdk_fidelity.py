@@ -1,6 +1,6 @@
 """The Claude emulator driven by the official ``anthropic`` SDK, which must accept every answer.
 
-Every call goes through :class:`tests.testing._sdk.StrictAnthropic`: an answer, a page or a
+Every call goes through :class:`tests.support.sdk.StrictAnthropic`: an answer, a page or a
 streamed event that does not fit the SDK's models exactly fails the test. The last tests
 compare the requests the SDK sends with those of the project's own ``ClaudeClient``.
 """
@@ -21,8 +21,8 @@ import requests  # noqa: E402
 from anthropic.types.shared import ErrorResponse  # noqa: E402
 
 from req_managed_agents.testing import ClaudeEmulator, ToolCall, Turn, call  # noqa: E402
-from tests.testing._api import Api, error_of, ok, user_message  # noqa: E402
-from tests.testing._sdk import (  # noqa: E402
+from tests.support.api import Api, error_of, ok, user_message  # noqa: E402
+from tests.support.sdk import (  # noqa: E402
     ModelMismatch,
     StrictAnthropic,
     check_strictly,

@@ -19,7 +19,7 @@ import pytest
 
 from req_managed_agents import Session, ToolContext, Tools, run_to_completion
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 CHILD = textwrap.dedent(
     """

@@ -37,7 +37,7 @@ from req_managed_agents.provisioner import (
     teardown,
 )
 from req_managed_agents.testing import ClaudeEmulator, Turn
-from tests.testing._api import Api, ok
+from tests.support.api import Api, ok
 
 SPEC = AgentSpec(name="support", system_prompt="Be brief.", model="claude-sonnet-4-6")
 

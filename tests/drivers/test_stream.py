@@ -30,7 +30,7 @@ from req_managed_agents import (
 from req_managed_agents.model._stream import TextTracker
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 CLAUDE_TURNS = [
     Turn(

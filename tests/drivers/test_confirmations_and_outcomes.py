@@ -26,7 +26,7 @@ from req_managed_agents import (
 )
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, Turn, call
 from req_managed_agents.testing._script import ToolCall
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 ASK_MCP = ToolCall(
     "create_issue", {"title": "bug"}, "issue #7", permission="ask", mcp_server="github"

@@ -27,9 +27,7 @@ from req_managed_agents.model._stream import (
 )
 from req_managed_agents.model._vocabulary import ToolResult, ToolUse, TurnResult
 from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, Turn, call
-from tests.test_cli import agentcore_env, fails, offline, one_error_line
-
-__all__ = ["agentcore_env", "offline"]  # fixtures shared with test_cli
+from tests.support.cli import fails, one_error_line
 
 WEATHER = [
     Turn(text="Looking it up.", tool_calls=[call("get_weather", city="Paris")], usage=(40, 9)),

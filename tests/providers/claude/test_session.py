@@ -27,7 +27,7 @@ from req_managed_agents import (
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 TWO_TOOL_TURNS = [
     Turn(text="Adding.", tool_calls=[call("add", a=1, b=2), call("add", a=10, b=20)]),

@@ -37,7 +37,7 @@ from req_managed_agents.providers.agentcore import (
     new_runtime_session_id,
 )
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 pytest.importorskip("botocore")
 

@@ -237,7 +237,7 @@ def test_twenty_concurrent_runs_on_one_provider_fit_its_pool(
 
     from req_managed_agents import run_to_completion
     from req_managed_agents.testing import Turn
-    from tests._tools import CountingTools
+    from tests.support.tools import CountingTools
 
     script = [Turn(text=lambda inputs: f"answer to {inputs[0]}", delay=0.3)]
     with ClaudeEmulator(script) as emulator, emulator.provider() as provider:

@@ -32,7 +32,7 @@ from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
 pytest.importorskip("django")
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "django"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "django"
 CLIENTS = 16
 POOL_FULL = "Connection pool is full"
 

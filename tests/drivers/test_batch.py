@@ -16,7 +16,7 @@ import pytest
 from req_managed_agents import BatchItem, ConfigurationError, read_prompts, run_batch
 from req_managed_agents.drivers import _batch as batch_module
 from req_managed_agents.testing import ClaudeEmulator, Turn
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 ANSWER = [Turn(text=lambda inputs: f"answer to {inputs[0]}")]
 

@@ -23,8 +23,8 @@ from req_managed_agents.providers._base import Aborted
 from req_managed_agents.providers.claude import _delivery, _feed
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
-from tests._tools import CountingTools
-from tests.testing._api import Api
+from tests.support.api import Api
+from tests.support.tools import CountingTools
 
 TOOL_TURNS = [
     Turn(text="Adding.", tool_calls=[call("add", a=1, b=2), call("add", a=10, b=20)]),

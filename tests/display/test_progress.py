@@ -9,7 +9,7 @@ import pytest
 from req_managed_agents import run_to_completion
 from req_managed_agents.display._progress import Progress
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 
 def test_progress_follows_turns_and_tools_and_ends_with_the_outcome() -> None:

@@ -19,6 +19,7 @@ import pytest
 from req_managed_agents.cli import _main as _cli
 from req_managed_agents.cli._demo import run_demo
 from req_managed_agents.testing import ClaudeEmulator
+from tests.support.cli import fails, rma
 
 SPEC: dict[str, Any] = {
     "agent": {"name": "ops", "system_prompt": "Help.", "model": "claude-sonnet-4-6"},
@@ -32,62 +33,6 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[ClaudeEmulator]:
         monkeypatch.setenv("ANTHROPIC_API_KEY", emulator.api_key)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.base_url)
         yield emulator
-
-
-@pytest.fixture
-def agentcore_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
-    """An AgentCore emulator the AWS environment variables point at."""
-    pytest.importorskip("botocore")
-    from req_managed_agents.testing import AgentCoreEmulator
-
-    with AgentCoreEmulator() as emulator:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": emulator.access_key_id,
-            "AWS_SECRET_ACCESS_KEY": emulator.secret_access_key,
-            "AWS_REGION": emulator.region,
-            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE": emulator.data_url,
-            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL": emulator.control_url,
-            "AWS_CONFIG_FILE": str(tmp_path / "no-config"),
-            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-credentials"),
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-        monkeypatch.delenv("AWS_PROFILE", raising=False)
-        yield emulator
-
-
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Credentials, and an endpoint where nothing listens: a command that should fail before
-    any request would fail with status 4 (unreachable) if it sent one."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-
-
-def rma(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
-    """Exit status and standard output (parsed when it is JSON)."""
-    code = _cli.main(list(argv))
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip().startswith(("{", "[")) else out
-
-
-def fails(capsys: pytest.CaptureFixture[str], status: int, *argv: str) -> str:
-    """Run ``rma argv``, which must fail with ``status`` and exactly one ``rma:`` line
-    carrying a hint; return that line."""
-    code = _cli.main(list(argv))
-    captured = capsys.readouterr()
-    return one_error_line(code, status, captured.err)
-
-
-def one_error_line(code: int, status: int, err: str) -> str:
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("rma: "), err
-    assert "(hint: " in lines[0], err
-    assert code == status, err
-    return lines[0]
 
 
 def write_spec(tmp_path: Path, spec: Any, name: str = "spec.json") -> str:

@@ -11,7 +11,7 @@ import pytest
 from req_managed_agents import ConfigurationError, TransportError, run_to_completion
 from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
-from tests._tools import CountingTools
+from tests.support.tools import CountingTools
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from req_managed_agents import MissingDependencyError, ProvisioningError
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.provisioner import RedisStore
 from req_managed_agents.testing import ClaudeEmulator
-from tests.conftest import RedisServer, free_port
+from tests.support.redis import RedisServer, free_port
 
 
 @pytest.fixture

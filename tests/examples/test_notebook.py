@@ -21,7 +21,7 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("ipykernel")
 KernelSpecManager = pytest.importorskip("jupyter_client.kernelspec").KernelSpecManager
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+CHECKOUT = Path(__file__).resolve().parents[2]
 NOTEBOOK = CHECKOUT / "examples" / "notebook.ipynb"
 FINAL_TEXT = "Here is the weather: Paris: 18 C and sunny; Tokyo: 24 C with light rain."
 WHERE = "import sys, req_managed_agents\nprint(sys.executable)\nprint(req_managed_agents.__file__)"
