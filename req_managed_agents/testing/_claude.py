@@ -51,11 +51,11 @@ deterministic:
   between answer the same object.
 
 :class:`ClaudeEmulator` is built from layers, one module each: the wire vocabulary
-(``_claude_api``), the resolution of configurations into what the API answers
-(``_claude_config``), sessions, threads and paging (``_claude_base``), agents and
+(``claude._wire``), the resolution of configurations into what the API answers
+(``claude._config``), sessions, threads and paging (``_claude_base``), agents and
 environments (``_claude_agents``), files and session resources (``_claude_files``), vaults
 (``_claude_vaults``), memory stores (``_claude_memory``), the checks of sent events
-(``_claude_inputs``), the scripted-turn player (``_claude_player``), sent events and the
+(``claude._inputs``), the scripted-turn player (``_claude_player``), sent events and the
 history (``_claude_events``), the session routes (``_claude_sessions``), the SSE stream with
 its live previews (``_claude_stream``) and the thread routes (``_claude_threads``). This
 module holds the emulator itself: its constructor and test-facing methods, authentication
@@ -69,7 +69,13 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_player import Turn, _output_bytes
+from req_managed_agents.testing._claude_sessions import _SessionsAPI
+from req_managed_agents.testing._claude_stream import _HEARTBEATS
+from req_managed_agents.testing._claude_threads import _thread_view, _ThreadsAPI
+from req_managed_agents.testing._script import ToolCall, as_script, call
+from req_managed_agents.testing._server import Router
+from req_managed_agents.testing.claude._wire import (
     _ERROR_TYPES,
     BETA,
     MEMORY_BETA,
@@ -80,12 +86,6 @@ from req_managed_agents.testing._claude_api import (
     _is_memory_path,
     _new_id,
 )
-from req_managed_agents.testing._claude_player import Turn, _output_bytes
-from req_managed_agents.testing._claude_sessions import _SessionsAPI
-from req_managed_agents.testing._claude_stream import _HEARTBEATS
-from req_managed_agents.testing._claude_threads import _thread_view, _ThreadsAPI
-from req_managed_agents.testing._script import ToolCall, as_script, call
-from req_managed_agents.testing._server import Router
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -5,7 +5,7 @@ makes version N+1; ``version`` in the body is optimistic concurrency, a mismatch
 listed (archived ones on request, by ``created_at[gte|lte]``), archived and listed by
 version (newest first). Environments are created, read, updated (``config`` replaced
 whole), listed, archived and deleted once no session uses them. Both answer with their
-defaults resolved (``_claude_config``). With ``unique_names`` a second agent or environment
+defaults resolved (``claude._config``). With ``unique_names`` a second agent or environment
 of the same name is a 409.
 """
 
@@ -14,7 +14,17 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _ClaudeBase
+from req_managed_agents.testing._server import utc_timestamp
+from req_managed_agents.testing.claude._config import (
+    resolved_environment_config,
+    resolved_identity,
+    resolved_model,
+    resolved_skills,
+)
+from req_managed_agents.testing.claude._config_roster import resolved_multiagent
+from req_managed_agents.testing.claude._config_tools import resolved_tools
+from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     _APIError,
     _archive,
@@ -30,16 +40,6 @@ from req_managed_agents.testing._claude_api import (
     _required_name,
     _time_filter,
 )
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._claude_config import (
-    resolved_environment_config,
-    resolved_identity,
-    resolved_model,
-    resolved_multiagent,
-    resolved_skills,
-    resolved_tools,
-)
-from req_managed_agents.testing._server import utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -20,8 +20,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import _DEFAULT_PAGE, _invalid, _new_id, _not_found
 from req_managed_agents.testing._server import LoopbackEmulator, query_value, utc_timestamp
+from req_managed_agents.testing.claude._wire import _DEFAULT_PAGE, _invalid, _new_id, _not_found
 
 # Query parameters that move through a list rather than filter it (``beta=true``: the SDK's
 # marker of beta paths).

@@ -1,7 +1,7 @@
 """Session events of the Claude emulator: what a client sends, and the paged history.
 
 Events sent to a session (``POST /v1/sessions/{id}/events``) are checked
-(``_claude_inputs``), echoed into its log and acted on: a ``user.message`` or
+(``claude._inputs``), echoed into its log and acted on: a ``user.message`` or
 ``user.define_outcome`` plays the next turn (``_claude_player``), the answers a paused turn
 waits for (a ``user.custom_tool_result`` per custom tool use, a ``user.tool_confirmation``
 per call that asks, a ``user.tool_result`` per built-in call of a self-hosted environment)
@@ -23,7 +23,10 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _Input
+from req_managed_agents.testing._claude_player import _denial, _SessionPlayer, _tool_result
+from req_managed_agents.testing.claude._inputs import check_event, check_request
+from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
     _invalid,
     _json_object,
@@ -32,9 +35,6 @@ from req_managed_agents.testing._claude_api import (
     _query_values,
     _time_filter,
 )
-from req_managed_agents.testing._claude_base import _Input
-from req_managed_agents.testing._claude_inputs import check_event, check_request
-from req_managed_agents.testing._claude_player import _denial, _SessionPlayer, _tool_result
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._claude_base import _Session

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _ClaudeBase
+from req_managed_agents.testing._server import parse_form_data, query_value, utc_timestamp
+from req_managed_agents.testing.claude._wire import (
     _MAX_FILES_PAGE,
     _MAX_SESSION_FILES,
     BETA,
@@ -30,8 +32,6 @@ from req_managed_agents.testing._claude_api import (
     _new_id,
     _not_found,
 )
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._server import parse_form_data, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._claude_base import _Session

@@ -28,7 +28,9 @@ import hashlib
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _ClaudeBase
+from req_managed_agents.testing._server import query_value, utc_timestamp
+from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     _APIError,
     _archive,
@@ -45,8 +47,6 @@ from req_managed_agents.testing._claude_api import (
     _required_name,
     _time_filter,
 )
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import _new_id
 from req_managed_agents.testing._claude_base import _Awaited, _Input, _Outcome
 from req_managed_agents.testing._claude_files import _FilesAPI
-from req_managed_agents.testing._claude_inputs import DEFAULT_ITERATIONS
 from req_managed_agents.testing._script import scripted_text
 from req_managed_agents.testing._server import utc_timestamp
+from req_managed_agents.testing.claude._inputs import DEFAULT_ITERATIONS
+from req_managed_agents.testing.claude._wire import _new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

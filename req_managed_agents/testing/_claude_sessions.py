@@ -21,7 +21,15 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._claude_agents import _AgentsAPI
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _Session
+from req_managed_agents.testing._claude_events import _EventsAPI
+from req_managed_agents.testing._claude_memory import _MemoryAPI
+from req_managed_agents.testing._claude_vaults import _VaultsAPI
+from req_managed_agents.testing._server import query_value, utc_timestamp
+from req_managed_agents.testing.claude._config import resolved_model, resolved_skills
+from req_managed_agents.testing.claude._config_tools import resolved_tools
+from req_managed_agents.testing.claude._inputs import check_event
+from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     _MAX_SESSION_FILES,
     _flag,
@@ -36,17 +44,6 @@ from req_managed_agents.testing._claude_api import (
     _reject_unknown,
     _time_filter,
 )
-from req_managed_agents.testing._claude_base import _Session
-from req_managed_agents.testing._claude_config import (
-    resolved_model,
-    resolved_skills,
-    resolved_tools,
-)
-from req_managed_agents.testing._claude_events import _EventsAPI
-from req_managed_agents.testing._claude_inputs import check_event
-from req_managed_agents.testing._claude_memory import _MemoryAPI
-from req_managed_agents.testing._claude_vaults import _VaultsAPI
-from req_managed_agents.testing._server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -18,10 +18,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import _new_id
 from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._claude_inputs import delta_types
 from req_managed_agents.testing._script import text_pieces
+from req_managed_agents.testing.claude._inputs import delta_types
+from req_managed_agents.testing.claude._wire import _new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

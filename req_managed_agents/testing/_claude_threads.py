@@ -14,7 +14,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_stream import _EventStream
+from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
     _MAX_RESOURCE_PAGE,
     _archive,
@@ -23,7 +24,6 @@ from req_managed_agents.testing._claude_api import (
     _not_found,
     _query_values,
 )
-from req_managed_agents.testing._claude_stream import _EventStream
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._claude_base import _Session, _Thread

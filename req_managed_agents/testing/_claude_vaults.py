@@ -20,7 +20,9 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import (
+from req_managed_agents.testing._claude_base import _ClaudeBase
+from req_managed_agents.testing._server import utc_timestamp
+from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     _archive,
     _flag,
@@ -31,8 +33,6 @@ from req_managed_agents.testing._claude_api import (
     _not_found,
     _reject_unknown,
 )
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._server import utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

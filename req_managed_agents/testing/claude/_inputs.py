@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_api import _invalid
+from req_managed_agents.testing.claude._wire import _invalid
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
