@@ -251,9 +251,9 @@ from req_managed_agents.testing._agentcore import (
     Invocation,
     StoppedSession,
 )
-from req_managed_agents.testing._claude import ClaudeEmulator, Turn
 from req_managed_agents.testing._script import ToolCall, call
-from req_managed_agents.testing._server import RecordedRequest, StreamConnection
+from req_managed_agents.testing.claude import ClaudeEmulator, Turn
+from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 
 __all__ = [
     "AgentCoreEmulator",

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Callable
 
-    from req_managed_agents.testing._claude_base import _Session
-    from req_managed_agents.testing._server import RecordedRequest
+    from req_managed_agents.testing.claude._model import _Session
+    from req_managed_agents.testing.server import RecordedRequest
 
 # The event types a stream connection may ask previews of, and how many values it may send.
 DELTA_TYPES = ("agent.message", "agent.thinking")

@@ -2,7 +2,7 @@
 
 The beta headers, the error object (and the error type each status implies), the checks that
 request bodies and query strings go through (an unknown or malformed value is a 400, as the
-service answers), object ids and the page-size limits.
+service answers), object ids, the path patterns of routes and the page-size limits.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._server import query_value, utc_timestamp
+from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
     from typing import Callable
 
-    from req_managed_agents.testing._server import RecordedRequest
+    from req_managed_agents.testing.server import RecordedRequest
 
 BETA = "managed-agents-2026-04-01"
 # Memory stores have a beta of their own; they take the managed-agents one too.
@@ -38,6 +38,10 @@ _ERROR_TYPES = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+
+# An object id in a route's path pattern, captured as an argument of the route.
+ID = r"([A-Za-z0-9_\-]+)"
+SESSION_PATH = f"/v1/sessions/{ID}"
 
 _MAX_EVENTS_PAGE = 1000
 _MAX_RESOURCE_PAGE = 100
@@ -87,6 +91,19 @@ def _archive(record: dict[str, Any]) -> bool:
         return False
     record["archived_at"] = record["updated_at"] = utc_timestamp()
     return True
+
+
+def _check_name_free(
+    unique: bool,
+    records: Mapping[str, Mapping[str, Any]],
+    kind: str,
+    name: str,
+    own_id: str = "",
+) -> None:
+    """With ``unique`` names (``unique_names=True``), a 409 when another of ``records``
+    has ``name`` already."""
+    if unique and any(r["name"] == name and r["id"] != own_id for r in records.values()):
+        raise _APIError(409, f"an {kind} named {name!r} already exists")
 
 
 def _not_found(kind: str, object_id: str) -> _APIError:

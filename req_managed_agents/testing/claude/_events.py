@@ -1,8 +1,8 @@
 """Session events of the Claude emulator: what a client sends, and the paged history.
 
 Events sent to a session (``POST /v1/sessions/{id}/events``) are checked
-(``claude._inputs``), echoed into its log and acted on: a ``user.message`` or
-``user.define_outcome`` plays the next turn (``_claude_player``), the answers a paused turn
+(``_inputs``), echoed into its log and acted on: a ``user.message`` or
+``user.define_outcome`` plays the next turn (``_player``), the answers a paused turn
 waits for (a ``user.custom_tool_result`` per custom tool use, a ``user.tool_confirmation``
 per call that asks, a ``user.tool_result`` per built-in call of a self-hosted environment)
 resume it once all are in, matched by tool use id wherever the use was made, and a
@@ -23,11 +23,12 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_base import _Input
-from req_managed_agents.testing._claude_player import _denial, _SessionPlayer, _tool_result
 from req_managed_agents.testing.claude._inputs import check_event, check_request
+from req_managed_agents.testing.claude._model import _Input
+from req_managed_agents.testing.claude._shapes import _denial, _tool_result
 from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
+    SESSION_PATH,
     _invalid,
     _json_object,
     _new_id,
@@ -37,8 +38,13 @@ from req_managed_agents.testing.claude._wire import (
 )
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing._claude_base import _Session
-    from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing.claude._log import SessionLog
+    from req_managed_agents.testing.claude._model import _Session
+    from req_managed_agents.testing.claude._outcomes import Outcomes
+    from req_managed_agents.testing.claude._player import Player
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.server import Exchange
+    from req_managed_agents.testing.server._routes import Route
 
 _ANSWERS = ("user.custom_tool_result", "user.tool_confirmation", "user.tool_result")
 # Every event type the API can log, for the ``types[]`` filter.
@@ -98,8 +104,22 @@ def _text_of(content: Any) -> str:
     return "\n".join(str(b.get("text", "")) for b in blocks)
 
 
-class _EventsAPI(_SessionPlayer):
+class Events:
     """The event routes: sending, with what each event does, and the history."""
+
+    def __init__(
+        self, state: ClaudeState, log: SessionLog, player: Player, outcomes: Outcomes
+    ) -> None:
+        self._state = state
+        self._log = log
+        self._player = player
+        self._outcomes = outcomes
+
+    def routes(self) -> list[Route]:
+        return [
+            ("POST", f"{SESSION_PATH}/events", self._post_events),
+            ("GET", f"{SESSION_PATH}/events", self._list_events),
+        ]
 
     def _post_events(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
@@ -111,23 +131,23 @@ class _EventsAPI(_SessionPlayer):
         if not events:
             raise _invalid("events: value must contain at least 1 item")
         check_request(events)
-        with self._condition:
-            session = self._live_session(session_id)
+        with self._state.condition:
+            session = self._state.live_session(session_id)
             if session.record["archived_at"]:
                 raise _invalid("the session is archived")
             if session.status == "terminated":
                 raise _invalid("the session is terminated")
             for index, event in enumerate(events):
-                check_event(session, index, event, events[:index], self._files.__contains__)
-            echoes = [self._accept(session, event) for event in events]
+                check_event(session, index, event, events[:index], self._state.files.__contains__)
+            echoes = [self.accept(session, event) for event in events]
             answering = any(event["type"] in _ANSWERS for event in events)
             if answering and not session.busy and session.awaiting:
                 # Some of the awaited answers are still missing: idle again, naming them.
                 missing = [use_id for use_id, a in session.awaiting.items() if a.answer is None]
-                self._finish_turn(session, {"type": "requires_action", "event_ids": missing})
+                self._log.finish_turn(session, {"type": "requires_action", "event_ids": missing})
             return {"data": copy.deepcopy(echoes)}
 
-    def _accept(self, session: _Session, event: dict[str, Any]) -> dict[str, Any]:
+    def accept(self, session: _Session, event: dict[str, Any]) -> dict[str, Any]:
         """Log a checked user event and act on it; return its echo."""
         kind = event["type"]
         if kind == "user.define_outcome":
@@ -139,14 +159,14 @@ class _EventsAPI(_SessionPlayer):
         queued = session.busy and (
             kind == "user.message" or (kind == "system.message" and bool(session.queued_inputs))
         )
-        echo = self._append(session, event, processed=not queued)
+        echo = self._log.append(session, event, processed=not queued)
         if kind == "user.message":
             given = _Input([_text_of(event["content"])], echoes=[echo] if queued else [])
-            self._give_input(session, given)
+            self._player.give_input(session, given)
         elif kind == "system.message" and queued:
             session.queued_inputs[-1].echoes.append(echo)
         elif kind == "user.define_outcome":
-            self._define_outcome(session, echo)
+            self._player.give_input(session, self._outcomes.define(session, echo))
         elif kind in ("user.custom_tool_result", "user.tool_result"):
             field = "custom_tool_use_id" if kind == "user.custom_tool_result" else "tool_use_id"
             use_id = event[field]
@@ -199,7 +219,7 @@ class _EventsAPI(_SessionPlayer):
         confirmed = [a for a in awaited if a.kind == "confirm"]
         texts = results + [a.answer for a in confirmed if a.answer is not None]
         opening = tuple((a.thread, a.result) for a in confirmed if a.result is not None)
-        self._give_input(session, _Input(texts, opening))
+        self._player.give_input(session, _Input(texts, opening))
 
     def _interrupt(self, session: _Session, thread_id: str | None) -> None:
         """Stop the running turn, or end the wait of a paused one; an idle session that waits
@@ -213,16 +233,16 @@ class _EventsAPI(_SessionPlayer):
         elif session.awaiting:
             session.awaiting = {}
             session.turn_thread = None
-            self._interrupt_outcome(session)
-            self._finish_turn(session, {"type": "end_turn"})
+            self._outcomes.interrupt(session)
+            self._log.finish_turn(session, {"type": "end_turn"})
 
     def _list_events(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         request = exchange.request
         order = _query_choice(request, "order", ("asc", "desc")) or "asc"
         types = _query_values(request, "types", EVENT_TYPES)
         processed = _time_filter(request)
-        with self._condition:
-            session = self._live_session(session_id)
+        with self._state.condition:
+            session = self._state.live_session(session_id)
             events = [
                 e
                 for e in session.log
@@ -230,6 +250,6 @@ class _EventsAPI(_SessionPlayer):
             ]
             if order == "desc":
                 events.reverse()
-            return self._page(
+            return self._state.page(
                 request, events, scope=f"events:{session_id}", max_limit=_MAX_EVENTS_PAGE
             )

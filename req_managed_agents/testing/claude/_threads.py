@@ -1,7 +1,7 @@
 """Session threads of the Claude emulator: ``/v1/sessions/{id}/threads`` and below.
 
 Every session has a primary thread (``parent_thread_id`` null) whose log is the session's;
-turns scripted with ``Turn(thread=...)`` add subagent threads (``_claude_player``). The
+turns scripted with ``Turn(thread=...)`` add subagent threads (``_subagents``). The
 threads are listed oldest first (``statuses[]`` filters), read, archived (never the primary
 one, nor a running one: both are 400s; archiving twice is harmless), and each has its own
 paged history and stream (``.../threads/{id}/events`` and ``.../threads/{id}/stream``, with
@@ -14,10 +14,11 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_stream import _EventStream
 from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
     _MAX_RESOURCE_PAGE,
+    ID,
+    SESSION_PATH,
     _archive,
     _invalid,
     _json_object,
@@ -26,8 +27,11 @@ from req_managed_agents.testing.claude._wire import (
 )
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing._claude_base import _Session, _Thread
-    from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing.claude._model import _Session, _Thread
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.claude._stream import EventStream
+    from req_managed_agents.testing.server import Exchange
+    from req_managed_agents.testing.server._routes import Route
 
 _STATUSES = ("running", "idle", "rescheduling", "terminated")
 
@@ -41,11 +45,25 @@ def _thread_view(session: _Session, thread: _Thread) -> dict[str, Any]:
     return view
 
 
-class _ThreadsAPI(_EventStream):
+class Threads:
     """The thread routes."""
 
+    def __init__(self, state: ClaudeState, stream: EventStream) -> None:
+        self._state = state
+        self._stream = stream
+
+    def routes(self) -> list[Route]:
+        thread = f"{SESSION_PATH}/threads/{ID}"
+        return [
+            ("GET", f"{SESSION_PATH}/threads", self._list_threads),
+            ("GET", thread, self._get_thread),
+            ("POST", f"{thread}/archive", self._archive_thread),
+            ("GET", f"{thread}/events", self._list_thread_events),
+            ("GET", f"{thread}/stream", self._stream_thread),
+        ]
+
     def _thread(self, session_id: str, thread_id: str) -> tuple[_Session, _Thread]:
-        session = self._live_session(session_id)
+        session = self._state.live_session(session_id)
         thread = session.threads.get(thread_id)
         if thread is None:
             raise _not_found("session thread", thread_id)
@@ -54,26 +72,26 @@ class _ThreadsAPI(_EventStream):
     def _list_threads(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         request = exchange.request
         statuses = _query_values(request, "statuses", _STATUSES)
-        with self._condition:
-            session = self._live_session(session_id)
+        with self._state.condition:
+            session = self._state.live_session(session_id)
             threads = [
                 _thread_view(session, t)
                 for t in session.threads.values()
                 if not statuses or t.record["status"] in statuses
             ]
-            return self._page(
+            return self._state.page(
                 request, threads, scope=f"threads:{session_id}", max_limit=_MAX_RESOURCE_PAGE
             )
 
     def _get_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> dict[str, Any]:
-        with self._condition:
+        with self._state.condition:
             return _thread_view(*self._thread(session_id, thread_id))
 
     def _archive_thread(
         self, exchange: Exchange, session_id: str, thread_id: str
     ) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)
-        with self._condition:
+        with self._state.condition:
             session, thread = self._thread(session_id, thread_id)
             if thread.primary:
                 raise _invalid("the primary thread cannot be archived; archive the session")
@@ -85,9 +103,9 @@ class _ThreadsAPI(_EventStream):
     def _list_thread_events(
         self, exchange: Exchange, session_id: str, thread_id: str
     ) -> dict[str, Any]:
-        with self._condition:
+        with self._state.condition:
             _, thread = self._thread(session_id, thread_id)
-            return self._page(
+            return self._state.page(
                 exchange.request,
                 thread.log,
                 scope=f"thread-events:{thread_id}",
@@ -95,7 +113,7 @@ class _ThreadsAPI(_EventStream):
             )
 
     def _stream_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> None:
-        with self._condition:
+        with self._state.condition:
             session, thread = self._thread(session_id, thread_id)
         scope = session_id if thread.primary else thread_id
-        self._serve_stream(exchange, session, thread.log, scope)
+        self._stream.serve(exchange, session, thread.log, scope)

@@ -1,8 +1,6 @@
-"""Memory stores for the Claude emulator: named stores of text memories sessions can mount.
+"""Memories in the Claude emulator's memory stores, and their versions.
 
-A memory store (``/v1/memory_stores``) is created with a ``name``, read, updated (metadata
-as a patch), listed (archived ones on request, by ``created_at[gte|lte]``), archived and
-deleted. Its memories (``.../memories``) are texts at paths such as ``/notes/todo.md``:
+A store's memories (``.../memories``) are texts at paths such as ``/notes/todo.md``:
 created (a taken path is a 409), read (``view=full`` by default: with the content), updated
 (new content, or a new path; a ``content_sha256`` precondition that fails is a 409), listed
 by path (``path_prefix``, and ``depth=1`` folds deeper memories into ``memory_prefix``
@@ -17,8 +15,7 @@ default), listed newest first (``view=basic`` by default; filtered by ``memory_i
 ``operation``, ``api_key_id``, ``service_account_id``, ``session_id`` and
 ``created_at[gte|lte]``) and redacted: ``content``, ``path``, ``content_sha256`` and
 ``content_size_bytes`` become null and ``redacted_at``/``redacted_by`` are set; redacting
-again changes nothing. These routes take the beta ``agent-memory-2026-07-22`` or
-``managed-agents-2026-04-01``; an archived store is read-only (redactions included).
+again changes nothing. An archived store is read-only (redactions included).
 """
 
 from __future__ import annotations
@@ -28,30 +25,28 @@ import hashlib
 import unicodedata
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._server import query_value, utc_timestamp
 from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
+    ID,
     _APIError,
-    _archive,
-    _flag,
     _invalid,
     _json_object,
-    _merged_metadata,
     _new_id,
     _not_found,
-    _optional_string,
     _query_choice,
     _query_int,
     _reject_unknown,
-    _required_name,
     _time_filter,
 )
+from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing.claude._memory import MemoryStores
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.server import Exchange
+    from req_managed_agents.testing.server._routes import Route
 
 _MAX_CONTENT_BYTES = 102_400
 _MAX_PATH_BYTES = 1024
@@ -106,107 +101,44 @@ def _written_by(version: Mapping[str, Any], name: str, value: str) -> bool:
     return bool(author[name] == value)
 
 
-class _MemoryAPI(_ClaudeBase):
-    """The memory store, memory and memory version routes."""
+class Memories:
+    """The memory and memory version routes of the ``stores``.
 
-    api_key: str
-    _memory_stores: dict[str, dict[str, Any]]
-    _memories: dict[str, dict[str, dict[str, Any]]]  # store id -> memory id -> memory
-    # store id -> version id -> version, oldest first
-    _memory_versions: dict[str, dict[str, dict[str, Any]]]
+    ``api_key`` is the emulator's: the memory versions name it, by an id that is not it.
+    """
+
+    def __init__(self, state: ClaudeState, stores: MemoryStores, *, api_key: str) -> None:
+        self._state = state
+        self._stores = stores
+        self._api_key = api_key
+
+    def routes(self) -> list[Route]:
+        store = f"/v1/memory_stores/{ID}"
+        return [
+            ("POST", f"{store}/memories", self._create_memory),
+            ("GET", f"{store}/memories", self._list_memories),
+            ("GET", f"{store}/memories/{ID}", self._get_memory),
+            ("POST", f"{store}/memories/{ID}", self._update_memory),
+            ("DELETE", f"{store}/memories/{ID}", self._delete_memory),
+            ("GET", f"{store}/memory_versions", self._list_memory_versions),
+            ("GET", f"{store}/memory_versions/{ID}", self._get_memory_version),
+            ("POST", f"{store}/memory_versions/{ID}/redact", self._redact_memory_version),
+        ]
 
     def _api_actor(self) -> dict[str, str]:
         """The author of what comes in over REST: the key, by an id that is not the secret."""
-        digest = hashlib.sha256(self.api_key.encode()).hexdigest()[:24]
+        digest = hashlib.sha256(self._api_key.encode()).hexdigest()[:24]
         return {"type": "api_actor", "api_key_id": f"apikey_{digest}"}
 
-    def _memory_store(self, store_id: str, *, writing: bool = False) -> dict[str, Any]:
-        store = self._memory_stores.get(store_id)
-        if store is None:
-            raise _not_found("memory store", store_id)
-        if writing and store["archived_at"]:
-            raise _invalid(f"memory store {store_id!r} is archived (read-only)")
-        return store
-
-    def _create_memory_store(self, exchange: Exchange) -> dict[str, Any]:
-        body = _json_object(exchange.request)
-        _reject_unknown(body, frozenset({"name", "description", "metadata"}))
-        now = utc_timestamp()
-        store = {
-            "id": _new_id("memstore"),
-            "type": "memory_store",
-            "name": _required_name(body),
-            "description": _optional_string(body, "description") or "",
-            "metadata": _merged_metadata({}, body.get("metadata") or {}),
-            "created_at": now,
-            "updated_at": now,
-            "archived_at": None,
-        }
-        with self._condition:
-            self._memory_stores[store["id"]] = store
-            self._memories[store["id"]] = {}
-            self._memory_versions[store["id"]] = {}
-            return copy.deepcopy(store)
-
-    def _get_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        with self._condition:
-            return copy.deepcopy(self._memory_store(store_id))
-
-    def _update_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        body = _json_object(exchange.request)
-        _reject_unknown(body, frozenset({"name", "description", "metadata"}))
-        with self._condition:
-            store = self._memory_store(store_id, writing=True)
-            updated = copy.deepcopy(store)
-            if body.get("name") is not None:
-                updated["name"] = _required_name(body)
-            if body.get("description") is not None:
-                updated["description"] = _optional_string(body, "description")
-            if body.get("metadata") is not None:
-                updated["metadata"] = _merged_metadata(store["metadata"], body["metadata"])
-            if updated != store:
-                updated["updated_at"] = utc_timestamp()
-                self._memory_stores[store_id] = updated
-            return copy.deepcopy(updated)
-
-    def _list_memory_stores(self, exchange: Exchange) -> dict[str, Any]:
-        request = exchange.request
-        archived = _flag(request, "include_archived")
-        created = _time_filter(request, bounds=("gte", "lte"))
-        with self._condition:
-            stores = [
-                s
-                for s in self._memory_stores.values()
-                if (archived or not s["archived_at"]) and created(s["created_at"])
-            ]
-            return self._page(request, stores, scope="stores", max_limit=_MAX_RESOURCE_PAGE)
-
-    def _archive_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._condition:
-            store = self._memory_store(store_id)
-            _archive(store)
-            return copy.deepcopy(store)
-
-    def _delete_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        with self._condition:
-            self._memory_store(store_id)
-            del self._memory_stores[store_id]
-            del self._memories[store_id]
-            del self._memory_versions[store_id]
-        return {"id": store_id, "type": "memory_store_deleted"}
-
-    # --- memories -------------------------------------------------------------------------
-
     def _memory(self, store_id: str, memory_id: str) -> dict[str, Any]:
-        self._memory_store(store_id)
-        memory = self._memories[store_id].get(memory_id)
+        self._stores.memory_store(store_id)
+        memory = self._state.memories[store_id].get(memory_id)
         if memory is None:
             raise _not_found("memory", memory_id)
         return memory
 
     def _check_path_free(self, store_id: str, path: str, own_id: str = "") -> None:
-        for memory in self._memories[store_id].values():
+        for memory in self._state.memories[store_id].values():
             if memory["path"] == path and memory["id"] != own_id:
                 raise _APIError(409, f"a memory already exists at {path!r}")
 
@@ -241,7 +173,7 @@ class _MemoryAPI(_ClaudeBase):
             "redacted_at": None,
             "redacted_by": None,
         }
-        self._memory_versions[memory["memory_store_id"]][version["id"]] = version
+        self._state.memory_versions[memory["memory_store_id"]][version["id"]] = version
 
     def _create_memory(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
         request = exchange.request
@@ -252,8 +184,8 @@ class _MemoryAPI(_ClaudeBase):
         if "content" not in body:
             raise _invalid('content: Field required ("" for an empty memory)')
         content = _content(body["content"])
-        with self._condition:
-            self._memory_store(store_id, writing=True)
+        with self._state.condition:
+            self._stores.memory_store(store_id, writing=True)
             self._check_path_free(store_id, path)
             memory: dict[str, Any] = {
                 "id": _new_id("mem"),
@@ -263,12 +195,12 @@ class _MemoryAPI(_ClaudeBase):
                 "created_at": utc_timestamp(),
             }
             self._write(memory, content, "created")
-            self._memories[store_id][memory["id"]] = memory
+            self._state.memories[store_id][memory["id"]] = memory
             return _shown(memory, view)
 
     def _get_memory(self, exchange: Exchange, store_id: str, memory_id: str) -> dict[str, Any]:
         view = _query_choice(exchange.request, "view", _VIEWS) or "full"
-        with self._condition:
+        with self._state.condition:
             return _shown(self._memory(store_id, memory_id), view)
 
     def _update_memory(self, exchange: Exchange, store_id: str, memory_id: str) -> dict[str, Any]:
@@ -276,8 +208,8 @@ class _MemoryAPI(_ClaudeBase):
         body = _json_object(request)
         _reject_unknown(body, frozenset({"path", "content", "precondition"}))
         view = _query_choice(request, "view", _VIEWS) or "basic"
-        with self._condition:
-            self._memory_store(store_id, writing=True)
+        with self._state.condition:
+            self._stores.memory_store(store_id, writing=True)
             memory = self._memory(store_id, memory_id)
             precondition = body.get("precondition")
             if precondition is not None:
@@ -301,12 +233,12 @@ class _MemoryAPI(_ClaudeBase):
 
     def _delete_memory(self, exchange: Exchange, store_id: str, memory_id: str) -> dict[str, Any]:
         expected = query_value(exchange.request, "expected_content_sha256")
-        with self._condition:
-            self._memory_store(store_id, writing=True)
+        with self._state.condition:
+            self._stores.memory_store(store_id, writing=True)
             memory = self._memory(store_id, memory_id)
             if expected is not None and expected != memory["content_sha256"]:
                 raise _APIError(409, "the memory's content_sha256 does not match")
-            del self._memories[store_id][memory_id]
+            del self._state.memories[store_id][memory_id]
             self._record_version(memory, "deleted")
         return {"id": memory_id, "type": "memory_deleted"}
 
@@ -317,9 +249,9 @@ class _MemoryAPI(_ClaudeBase):
         prefix = query_value(request, "path_prefix") or "/"
         if not prefix.startswith("/") or not prefix.endswith("/"):
             raise _invalid("path_prefix: must start and end with '/'")
-        with self._condition:
-            self._memory_store(store_id)
-            memories = sorted(self._memories[store_id].values(), key=lambda m: m["path"])
+        with self._state.condition:
+            self._stores.memory_store(store_id)
+            memories = sorted(self._state.memories[store_id].values(), key=lambda m: m["path"])
             items: list[dict[str, Any]] = []
             folded: set[str] = set()
             for memory in memories:
@@ -333,18 +265,16 @@ class _MemoryAPI(_ClaudeBase):
                         items.append({"type": "memory_prefix", "path": folder})
                     continue
                 items.append(_shown(memory, view))
-            return self._page(
+            return self._state.page(
                 request,
                 items,
                 scope=f"memories:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
 
-    # --- memory versions ------------------------------------------------------------------
-
     def _memory_version(self, store_id: str, version_id: str) -> dict[str, Any]:
-        self._memory_store(store_id)
-        version = self._memory_versions[store_id].get(version_id)
+        self._stores.memory_store(store_id)
+        version = self._state.memory_versions[store_id].get(version_id)
         if version is None:
             raise _not_found("memory version", version_id)
         return version
@@ -353,7 +283,7 @@ class _MemoryAPI(_ClaudeBase):
         self, exchange: Exchange, store_id: str, version_id: str
     ) -> dict[str, Any]:
         view = _query_choice(exchange.request, "view", _VIEWS) or "full"
-        with self._condition:
+        with self._state.condition:
             return _shown(self._memory_version(store_id, version_id), view)
 
     def _list_memory_versions(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
@@ -367,17 +297,17 @@ class _MemoryAPI(_ClaudeBase):
             if (value := query_value(request, name)) is not None
         }
         created = _time_filter(request, bounds=("gte", "lte"))
-        with self._condition:
-            self._memory_store(store_id)
+        with self._state.condition:
+            self._stores.memory_store(store_id)
             versions = [
                 _shown(v, view)
-                for v in reversed(self._memory_versions[store_id].values())
+                for v in reversed(self._state.memory_versions[store_id].values())
                 if (memory_id is None or v["memory_id"] == memory_id)
                 and (operation is None or v["operation"] == operation)
                 and all(_written_by(v, name, value) for name, value in authors.items())
                 and created(v["created_at"])
             ]
-            return self._page(
+            return self._state.page(
                 request,
                 versions,
                 scope=f"memory_versions:{store_id}",
@@ -388,8 +318,8 @@ class _MemoryAPI(_ClaudeBase):
         self, exchange: Exchange, store_id: str, version_id: str
     ) -> dict[str, Any]:
         _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
-        with self._condition:
-            self._memory_store(store_id, writing=True)
+        with self._state.condition:
+            self._stores.memory_store(store_id, writing=True)
             version = self._memory_version(store_id, version_id)
             if version["redacted_at"] is None:
                 version.update(dict.fromkeys(_REDACTED_FIELDS))

@@ -18,16 +18,17 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_base import _ClaudeBase
 from req_managed_agents.testing._script import text_pieces
 from req_managed_agents.testing.claude._inputs import delta_types
-from req_managed_agents.testing.claude._wire import _new_id
+from req_managed_agents.testing.claude._wire import SESSION_PATH, _new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from req_managed_agents.testing._claude_base import _Session
-    from req_managed_agents.testing._server import ChunkedStream, Exchange
+    from req_managed_agents.testing.claude._model import _Session
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle
+    from req_managed_agents.testing.server._routes import Route
 
 _HEARTBEATS = {
     "comment": b": ping\n\n",
@@ -42,24 +43,41 @@ _DISCONNECT_POLL = 0.1
 DELTA_PIECES = 3
 
 
-class _EventStream(_ClaudeBase):
-    """The stream route: a session's log, as it grows, over SSE."""
+class EventStream:
+    """The stream route: a session's log, as it grows, over SSE.
 
-    _ping_interval: float
-    _heartbeat: bytes
-    _sse_ids: bool
+    ``ping_interval`` is the silence after which a stream writes a heartbeat, in the form
+    ``heartbeat`` names; ``sse_ids`` adds ``id:`` lines to frames.
+    """
 
-    def _stream_events(self, exchange: Exchange, session_id: str) -> None:
-        with self._condition:
-            session = self._live_session(session_id)
-        self._serve_stream(exchange, session, session.log, session_id)
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        state: ClaudeState,
+        *,
+        ping_interval: float,
+        heartbeat: str,
+        sse_ids: bool,
+    ) -> None:
+        if ping_interval <= 0:
+            raise ValueError("ping_interval must be positive")
+        if heartbeat not in _HEARTBEATS:
+            raise ValueError(f"heartbeat must be 'comment' or 'event', not {heartbeat!r}")
+        self._lifecycle = lifecycle
+        self._state = state
+        self._ping_interval = ping_interval
+        self._heartbeat = _HEARTBEATS[heartbeat]
+        self._sse_ids = sse_ids
 
-    def _serve_stream(
+    def routes(self) -> list[Route]:
+        return [("GET", f"{SESSION_PATH}/events/stream", self._stream_events)]
+
+    def serve(
         self, exchange: Exchange, session: _Session, log: list[dict[str, Any]], scope: str
     ) -> None:
         """Stream a log (the session's, or one thread's); stream faults target ``scope``."""
         previewed = delta_types(exchange.request)
-        with self._condition:
+        with self._state.condition:
             # No replay: only events logged from now on. Taken before the response head is
             # sent, so nothing logged after the client sees the stream open can be missed.
             cursor = len(log)
@@ -69,6 +87,11 @@ class _EventStream(_ClaudeBase):
             {"request-id": _new_id("req"), "Cache-Control": "no-cache"},
         )
         self._pump(session, log, stream, cursor, previewed)
+
+    def _stream_events(self, exchange: Exchange, session_id: str) -> None:
+        with self._state.condition:
+            session = self._state.live_session(session_id)
+        self.serve(exchange, session, session.log, session_id)
 
     def _pump(
         self,
@@ -82,10 +105,10 @@ class _EventStream(_ClaudeBase):
         quiet_since = time.monotonic()
         poll = min(self._ping_interval, _DISCONNECT_POLL)
         while True:
-            with self._condition:
-                if len(log) <= cursor and not self._stopping:
-                    self._condition.wait(poll)
-                if self._stopping:
+            with self._state.condition:
+                if len(log) <= cursor and not self._lifecycle.stopping:
+                    self._state.condition.wait(poll)
+                if self._lifecycle.stopping:
                     stream.abort("emulator_closed")
                     return
                 # Copies: a queued event's processed_at may change once it is logged.

@@ -1,15 +1,11 @@
-"""The state that every part of the Claude emulator shares: its sessions and its page cursors.
+"""The Claude emulator's data model: sessions, their threads, what their turns wait on, and
+stored files.
 
 A session carries what its scripted agent is doing: its queued inputs, the tool uses its
 paused turn waits on, the outcome it works toward and its threads (the primary one, whose
-log is the session's, and the subagent threads scripted turns create).
-
-:class:`_ClaudeBase` finds sessions (live ones for the API, deleted ones too for tests) and
-cuts lists into pages behind opaque cursors. The parts of the API are layers over it, each
-in a module of its own (listed in ``_claude``);
-:class:`~req_managed_agents.testing._claude.ClaudeEmulator` stacks
-them and routes requests to them. One lock, the emulator's ``_condition``, guards all state;
-the constructor of ``ClaudeEmulator`` sets every attribute the layers declare.
+log is the session's, and the subagent threads scripted turns create). A stored file is a
+Files API file: its metadata and its bytes. The emulator's state
+(:class:`~req_managed_agents.testing.claude._state.ClaudeState`) holds them, under its lock.
 """
 
 from __future__ import annotations
@@ -20,17 +16,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._server import LoopbackEmulator, query_value, utc_timestamp
-from req_managed_agents.testing.claude._wire import _DEFAULT_PAGE, _invalid, _new_id, _not_found
-
-# Query parameters that move through a list rather than filter it (``beta=true``: the SDK's
-# marker of beta paths).
-_PAGING_PARAMETERS = frozenset({"limit", "page", "beta"})
+from req_managed_agents.testing.claude._wire import _new_id
+from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing._claude_player import Turn
     from req_managed_agents.testing._script import ToolCall
-    from req_managed_agents.testing._server import RecordedRequest
+    from req_managed_agents.testing.claude._turn import Turn
 
 
 @dataclass(frozen=True)
@@ -204,6 +195,15 @@ class _Session:
         self.threads[thread.id] = thread
         return thread
 
+    def add_usage(
+        self, input_tokens: int, output_tokens: int, thread: _Thread | None = None
+    ) -> None:
+        """Count tokens in the session's usage (and the subagent ``thread``'s, if any)."""
+        for usage in (self.record["usage"], thread.record["usage"] if thread else None):
+            if usage is not None:
+                usage["input_tokens"] += input_tokens
+                usage["output_tokens"] += output_tokens
+
     def outcome_open(self) -> bool:
         """Whether an outcome was defined and has not reached a verdict yet."""
         records: list[dict[str, Any]] = self.record["outcome_evaluations"]
@@ -214,67 +214,14 @@ class _Session:
         return copy.deepcopy(self.record)
 
 
-class _ClaudeBase(LoopbackEmulator):
-    """Sessions by id and page cursors, under the emulator's lock."""
+@dataclass
+class _StoredFile:
+    """A Files API file: the metadata the API answers, and the bytes behind it."""
 
-    _sessions: dict[str, _Session]
-    _cursors: dict[str, tuple[str, int]]  # page token -> (scope, offset)
+    record: dict[str, Any]
+    data: bytes = field(repr=False)
 
-    def _known_session(self, session_id: str) -> _Session:
-        """For the test-facing methods: deleted sessions stay observable."""
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise KeyError(f"no session {session_id!r} in this emulator")
-        return session
-
-    def _live_session(self, session_id: str) -> _Session:
-        session = self._sessions.get(session_id)
-        if session is None or session.deleted:
-            raise _not_found("session", session_id)
-        return session
-
-    def _page(
-        self,
-        request: RecordedRequest,
-        items: list[Any],
-        *,
-        scope: str,
-        max_limit: int,
-        with_prev: bool = False,
-        default_limit: int = _DEFAULT_PAGE,
-    ) -> dict[str, Any]:
-        """Cut ``items`` into pages behind opaque cursors; a cursor only works in its scope
-        and with the filters (every query parameter but the paging ones) it was made with."""
-        filters = sorted(
-            (name, values)
-            for name, values in request.query.items()
-            if name not in _PAGING_PARAMETERS
-        )
-        scope = f"{scope}?{filters}"
-        raw_limit = query_value(request, "limit")
-        try:
-            limit = default_limit if raw_limit is None else int(raw_limit)
-        except ValueError:
-            raise _invalid("limit: must be an integer") from None
-        if not 1 <= limit <= max_limit:
-            raise _invalid(f"limit: must be between 1 and {max_limit}")
-        offset = 0
-        page = query_value(request, "page")
-        if page:
-            cursor = self._cursors.get(page)
-            if cursor is None or cursor[0] != scope:
-                raise _invalid("page: invalid page cursor")
-            offset = cursor[1]
-        end = offset + limit
-        result: dict[str, Any] = {
-            "data": copy.deepcopy(items[offset:end]),
-            "next_page": self._cursor(scope, end) if end < len(items) else None,
-        }
-        if with_prev:
-            result["prev_page"] = self._cursor(scope, max(0, offset - limit)) if offset else None
-        return result
-
-    def _cursor(self, scope: str, offset: int) -> str:
-        token = _new_id("page")
-        self._cursors[token] = (scope, offset)
-        return token
+    @property
+    def scope_id(self) -> str | None:
+        scope = self.record.get("scope")
+        return None if scope is None else str(scope["id"])

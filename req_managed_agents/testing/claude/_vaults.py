@@ -20,10 +20,9 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._claude_base import _ClaudeBase
-from req_managed_agents.testing._server import utc_timestamp
 from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
+    ID,
     _archive,
     _flag,
     _invalid,
@@ -33,11 +32,14 @@ from req_managed_agents.testing.claude._wire import (
     _not_found,
     _reject_unknown,
 )
+from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.server import Exchange
+    from req_managed_agents.testing.server._routes import Route
 
 _MAX_DISPLAY_NAME = 255
 # Per auth type: the fields a create takes, the secret ones among them (never answered)
@@ -121,14 +123,34 @@ def _auth(spec: Any, stored: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return merged
 
 
-class _VaultsAPI(_ClaudeBase):
-    """The vault and credential routes."""
+class Vaults:
+    """The vault and credential routes, and the vaults sessions name."""
 
-    _vaults: dict[str, dict[str, Any]]
-    _credentials: dict[str, dict[str, Any]]  # by credential id, across vaults
+    def __init__(self, state: ClaudeState) -> None:
+        self._state = state
 
-    def _vault(self, vault_id: str) -> dict[str, Any]:
-        vault = self._vaults.get(vault_id)
+    def routes(self) -> list[Route]:
+        vault = f"/v1/vaults/{ID}"
+        credential = f"{vault}/credentials/{ID}"
+        return [
+            ("POST", "/v1/vaults", self._create_vault),
+            ("GET", "/v1/vaults", self._list_vaults),
+            ("GET", vault, self._get_vault),
+            ("POST", vault, self._update_vault),
+            ("DELETE", vault, self._delete_vault),
+            ("POST", f"{vault}/archive", self._archive_vault),
+            ("POST", f"{vault}/credentials", self._create_credential),
+            ("GET", f"{vault}/credentials", self._list_credentials),
+            ("GET", credential, self._get_credential),
+            ("POST", credential, self._update_credential),
+            ("DELETE", credential, self._delete_credential),
+            ("POST", f"{credential}/archive", self._archive_credential),
+            ("POST", f"{credential}/mcp_oauth_validate", self._validate_credential),
+        ]
+
+    def vault(self, vault_id: str) -> dict[str, Any]:
+        """A vault; a 404 for an unknown one."""
+        vault = self._state.vaults.get(vault_id)
         if vault is None:
             raise _not_found("vault", vault_id)
         return vault
@@ -146,19 +168,19 @@ class _VaultsAPI(_ClaudeBase):
             "updated_at": now,
             "archived_at": None,
         }
-        with self._condition:
-            self._vaults[vault["id"]] = vault
+        with self._state.condition:
+            self._state.vaults[vault["id"]] = vault
             return copy.deepcopy(vault)
 
     def _get_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        with self._condition:
-            return copy.deepcopy(self._vault(vault_id))
+        with self._state.condition:
+            return copy.deepcopy(self.vault(vault_id))
 
     def _update_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, frozenset({"display_name", "metadata"}))
-        with self._condition:
-            vault = self._vault(vault_id)
+        with self._state.condition:
+            vault = self.vault(vault_id)
             if vault["archived_at"]:
                 raise _invalid("an archived vault cannot be updated")
             updated = copy.deepcopy(vault)
@@ -168,38 +190,36 @@ class _VaultsAPI(_ClaudeBase):
                 updated["metadata"] = _merged_metadata(vault["metadata"], body["metadata"])
             if updated != vault:
                 updated["updated_at"] = utc_timestamp()
-                self._vaults[vault_id] = updated
+                self._state.vaults[vault_id] = updated
             return copy.deepcopy(updated)
 
     def _list_vaults(self, exchange: Exchange) -> dict[str, Any]:
         archived = _flag(exchange.request, "include_archived")
-        with self._condition:
-            vaults = [v for v in self._vaults.values() if archived or not v["archived_at"]]
-            return self._page(
+        with self._state.condition:
+            vaults = [v for v in self._state.vaults.values() if archived or not v["archived_at"]]
+            return self._state.page(
                 exchange.request, vaults, scope="vaults", max_limit=_MAX_RESOURCE_PAGE
             )
 
     def _archive_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)
-        with self._condition:
-            vault = self._vault(vault_id)
+        with self._state.condition:
+            vault = self.vault(vault_id)
             _archive(vault)
             return copy.deepcopy(vault)
 
     def _delete_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        with self._condition:
-            self._vault(vault_id)
-            del self._vaults[vault_id]
-            for credential_id, credential in list(self._credentials.items()):
+        with self._state.condition:
+            self.vault(vault_id)
+            del self._state.vaults[vault_id]
+            for credential_id, credential in list(self._state.credentials.items()):
                 if credential["vault_id"] == vault_id:
-                    del self._credentials[credential_id]
+                    del self._state.credentials[credential_id]
         return {"id": vault_id, "type": "vault_deleted"}
 
-    # --- credentials ----------------------------------------------------------------------
-
     def _credential(self, vault_id: str, credential_id: str) -> dict[str, Any]:
-        self._vault(vault_id)
-        credential = self._credentials.get(credential_id)
+        self.vault(vault_id)
+        credential = self._state.credentials.get(credential_id)
         if credential is None or credential["vault_id"] != vault_id:
             raise _not_found("credential", credential_id)
         return credential
@@ -209,8 +229,8 @@ class _VaultsAPI(_ClaudeBase):
         _reject_unknown(body, frozenset({"auth", "display_name", "metadata"}))
         auth = _auth(body.get("auth"))
         now = utc_timestamp()
-        with self._condition:
-            if self._vault(vault_id)["archived_at"]:
+        with self._state.condition:
+            if self.vault(vault_id)["archived_at"]:
                 raise _invalid("an archived vault takes no new credentials")
             credential = {
                 "id": _new_id("vcrd"),
@@ -223,13 +243,13 @@ class _VaultsAPI(_ClaudeBase):
                 "updated_at": now,
                 "archived_at": None,
             }
-            self._credentials[credential["id"]] = credential
+            self._state.credentials[credential["id"]] = credential
             return copy.deepcopy(credential)
 
     def _get_credential(
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
-        with self._condition:
+        with self._state.condition:
             return copy.deepcopy(self._credential(vault_id, credential_id))
 
     def _update_credential(
@@ -237,7 +257,7 @@ class _VaultsAPI(_ClaudeBase):
     ) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, frozenset({"auth", "display_name", "metadata"}))
-        with self._condition:
+        with self._state.condition:
             credential = self._credential(vault_id, credential_id)
             if credential["archived_at"]:
                 raise _invalid("an archived credential cannot be updated")
@@ -249,19 +269,19 @@ class _VaultsAPI(_ClaudeBase):
             if body.get("metadata") is not None:
                 updated["metadata"] = _merged_metadata(credential["metadata"], body["metadata"])
             updated["updated_at"] = utc_timestamp()  # a new secret changes nothing visible
-            self._credentials[credential_id] = updated
+            self._state.credentials[credential_id] = updated
             return copy.deepcopy(updated)
 
     def _list_credentials(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
         archived = _flag(exchange.request, "include_archived")
-        with self._condition:
-            self._vault(vault_id)
+        with self._state.condition:
+            self.vault(vault_id)
             credentials = [
                 c
-                for c in self._credentials.values()
+                for c in self._state.credentials.values()
                 if c["vault_id"] == vault_id and (archived or not c["archived_at"])
             ]
-            return self._page(
+            return self._state.page(
                 exchange.request,
                 credentials,
                 scope=f"credentials:{vault_id}",
@@ -272,7 +292,7 @@ class _VaultsAPI(_ClaudeBase):
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)
-        with self._condition:
+        with self._state.condition:
             credential = self._credential(vault_id, credential_id)
             _archive(credential)
             return copy.deepcopy(credential)
@@ -280,16 +300,16 @@ class _VaultsAPI(_ClaudeBase):
     def _delete_credential(
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
-        with self._condition:
+        with self._state.condition:
             self._credential(vault_id, credential_id)
-            del self._credentials[credential_id]
+            del self._state.credentials[credential_id]
         return {"id": credential_id, "type": "vault_credential_deleted"}
 
     def _validate_credential(
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
         _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
-        with self._condition:
+        with self._state.condition:
             auth = self._credential(vault_id, credential_id)["auth"]
             if auth["type"] != "mcp_oauth":
                 raise _invalid(
