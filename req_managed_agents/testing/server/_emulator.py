@@ -15,7 +15,7 @@ from req_managed_agents.testing.server._faults import RequestFault
 if TYPE_CHECKING:
     from typing import Callable
 
-    from req_managed_agents.testing.server._faults import RequestFilter
+    from req_managed_agents.testing.server._faults import _RequestFilter
     from req_managed_agents.testing.server._records import RecordedRequest, StreamConnection
     from req_managed_agents.testing.server._server import LoopbackServer
 
@@ -74,7 +74,7 @@ class LoopbackEmulator:
         times: int = 1,
         retry_after: float | str | None = None,
         error_type: str | None = None,
-        where: RequestFilter | None = None,
+        where: _RequestFilter | None = None,
     ) -> None:
         """Answer the next ``times`` matching requests with an HTTP error instead.
 
@@ -97,7 +97,7 @@ class LoopbackEmulator:
         *,
         after_acting: bool,
         times: int = 1,
-        where: RequestFilter | None = None,
+        where: _RequestFilter | None = None,
     ) -> None:
         """Reset the connections of the next ``times`` matching requests (see
         :meth:`fail_requests` for the matching): the client sees the connection close
@@ -119,7 +119,7 @@ class LoopbackEmulator:
         hook: Callable[[], object],
         *,
         times: int = 1,
-        where: RequestFilter | None = None,
+        where: _RequestFilter | None = None,
     ) -> None:
         """Call ``hook()`` just before handling the next ``times`` matching requests (see
         :meth:`fail_requests` for the matching).

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.server._records import RecordedRequest
 
     # Whether a request is one a rule is meant for (see ``fail_requests(where=...)``).
-    RequestFilter = Callable[[RecordedRequest], object]
+    _RequestFilter = Callable[[RecordedRequest], object]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class _RequestRule(Generic[_Action]):
         self,
         method: str,
         path_regex: str,
-        where: RequestFilter | None,
+        where: _RequestFilter | None,
         times: int,
         action: _Action,
     ) -> None:
@@ -143,8 +143,9 @@ class FaultRules:
         path_regex: str,
         fault: RequestFault,
         times: int,
-        where: RequestFilter | None,
+        where: _RequestFilter | None,
     ) -> None:
+        """Answer matching requests with ``fault`` (see ``fail_requests``)."""
         rule = _RequestRule(method, path_regex, where, times, fault)
         with self._condition:
             self._failures.append(rule)
@@ -155,8 +156,9 @@ class FaultRules:
         path_regex: str,
         after_acting: bool,
         times: int,
-        where: RequestFilter | None,
+        where: _RequestFilter | None,
     ) -> None:
+        """Reset matching requests' connections (see ``reset_requests``)."""
         rule = _RequestRule(method, path_regex, where, times, after_acting)
         with self._condition:
             self._resets.append(rule)
@@ -167,8 +169,9 @@ class FaultRules:
         path_regex: str,
         hook: Callable[[], object],
         times: int,
-        where: RequestFilter | None,
+        where: _RequestFilter | None,
     ) -> None:
+        """Call ``hook`` before matching requests (see ``before_requests``)."""
         rule = _RequestRule(method, path_regex, where, times, hook)
         with self._condition:
             self._hooks.append(rule)
@@ -182,11 +185,13 @@ class FaultRules:
         seconds: float = 0.0,
         previews: int = 0,
     ) -> None:
+        """Meet the event at ``position`` of a stream of ``scope`` (None: any) with a fault."""
         rule = _StreamFaultRule(scope, position, times, seconds, previews)
         with self._condition:
             self._stream_faults[kind].append(rule)
 
     def set_duplicate_events(self, enabled: bool) -> None:
+        """Whether every event goes out twice on every stream."""
         with self._condition:
             self._duplicate_events = enabled
 
@@ -206,6 +211,7 @@ class FaultRules:
         )
 
     def take_stream_fault(self, scope: str, position: int) -> StreamFault:
+        """Use up the shot of the first fault that meets this event (stalls first)."""
         with self._condition:
             for kind in _STREAM_FAULT_KINDS:
                 rule = _take(self._stream_faults[kind], scope, position)

@@ -36,9 +36,11 @@ class Service(Protocol):
     """A provider's API as the server calls it: its answers, and its error format for the
     injected errors."""
 
-    def handle(self, exchange: Exchange) -> None: ...
+    def handle(self, exchange: Exchange) -> None:
+        """Answer a request."""
 
-    def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None: ...
+    def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
+        """Answer a request with an injected HTTP error, in the API's error format."""
 
 
 class LoopbackServer:
