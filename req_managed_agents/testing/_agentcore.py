@@ -40,10 +40,10 @@ deterministic:
 botocore is imported when an emulator is created, never when this module is imported.
 
 :class:`AgentCoreEmulator` wires together modules of one concept each: the wire vocabulary
-(``_agentcore_wire``: AWS errors, event-stream frames), botocore shape checks
-(``_agentcore_shapes``), SigV4 verification (``_agentcore_sigv4``), Converse turns and the
-conversation rules (``_agentcore_converse``), InvokeHarness (``_agentcore_invoke``), the
-command runner (``_agentcore_commands``) and the control-plane harness registry
+(``agentcore._wire``: AWS errors, event-stream frames), botocore shape checks
+(``agentcore._shapes``), SigV4 verification (``agentcore._sigv4``), Converse turns and the
+conversation rules (``agentcore._converse``), InvokeHarness (``_agentcore_invoke``), the
+command runner (``agentcore._commands``) and the control-plane harness registry
 (``_agentcore_harnesses``). This module holds the emulator itself: its constructor and
 test-facing methods, dispatch, and InvokeAgentRuntimeCommand; StopRuntimeSession lives with
 the conversations it ends, in ``_agentcore_invoke``.
@@ -59,14 +59,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from req_managed_agents.testing._agentcore_commands import (
-    _MAX_COMMAND_TIMEOUT,
-    CommandOutput,
-    CommandRecord,
-    _ShellRunner,
-    _stream_command,
-)
-from req_managed_agents.testing._agentcore_converse import ConverseTurn
 from req_managed_agents.testing._agentcore_harnesses import _ALNUM, _HARNESS_NAME
 from req_managed_agents.testing._agentcore_invoke import (
     Invocation,
@@ -74,13 +66,23 @@ from req_managed_agents.testing._agentcore_invoke import (
     _FrameFault,
     _HarnessInvoker,
 )
-from req_managed_agents.testing._agentcore_shapes import (
+from req_managed_agents.testing._script import as_script
+from req_managed_agents.testing._server import Router
+from req_managed_agents.testing.agentcore._commands import (
+    _MAX_COMMAND_TIMEOUT,
+    CommandOutput,
+    CommandRecord,
+    _ShellRunner,
+    _stream_command,
+)
+from req_managed_agents.testing.agentcore._converse import ConverseTurn
+from req_managed_agents.testing.agentcore._shapes import (
     _check_shape,
     _check_structure,
     _service_model,
 )
-from req_managed_agents.testing._agentcore_sigv4 import _SigV4Verifier
-from req_managed_agents.testing._agentcore_wire import (
+from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
+from req_managed_agents.testing.agentcore._wire import (
     _ERROR_NAMES,
     _EVENT_STREAM,
     _SESSION_HEADER,
@@ -92,8 +94,6 @@ from req_managed_agents.testing._agentcore_wire import (
     _invalid,
     _json_object,
 )
-from req_managed_agents.testing._script import as_script
-from req_managed_agents.testing._server import Router
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

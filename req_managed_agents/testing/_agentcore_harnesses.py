@@ -24,15 +24,15 @@ import secrets
 import string
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._agentcore_shapes import _check_structure
-from req_managed_agents.testing._agentcore_wire import _AwsError, _invalid, _json_object
 from req_managed_agents.testing._server import LoopbackEmulator, query_value, utc_timestamp
+from req_managed_agents.testing.agentcore._shapes import _check_structure
+from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid, _json_object
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from req_managed_agents.testing._agentcore_converse import ConverseTurn
     from req_managed_agents.testing._server import Exchange
+    from req_managed_agents.testing.agentcore._converse import ConverseTurn
 
 _DEFAULT_PAGE = 10
 _MAX_PAGE = 100

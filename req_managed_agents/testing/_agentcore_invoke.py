@@ -3,7 +3,7 @@
 Each runtime session of each harness is a conversation that remembers how far its script
 has played and which tool calls await results. An invocation is checked against the
 botocore model, then against the conversation rules; it plays the next
-:class:`~req_managed_agents.testing._agentcore_converse.ConverseTurn` as event-stream frames,
+:class:`~req_managed_agents.testing.agentcore._converse.ConverseTurn` as event-stream frames,
 unless a frame fault (an exception, error or corrupt frame, a truncated or stalled stream)
 cuts it short. A turn is committed - the conversation advances - just before its
 ``messageStop`` frame goes out (a client may resume as soon as it reads it), whatever
@@ -25,7 +25,10 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._agentcore_converse import (
+from req_managed_agents.testing._agentcore_harnesses import _ControlPlane
+from req_managed_agents.testing._script import scripted_text
+from req_managed_agents.testing._server import query_value
+from req_managed_agents.testing.agentcore._converse import (
     _MODEL_REJECTED,
     _SCRIPT_FINISHED,
     ConverseTurn,
@@ -34,9 +37,8 @@ from req_managed_agents.testing._agentcore_converse import (
     _ToolUse,
     _turn_events,
 )
-from req_managed_agents.testing._agentcore_harnesses import _ControlPlane
-from req_managed_agents.testing._agentcore_shapes import _check_shape, _check_structure
-from req_managed_agents.testing._agentcore_wire import (
+from req_managed_agents.testing.agentcore._shapes import _check_shape, _check_structure
+from req_managed_agents.testing.agentcore._wire import (
     _EVENT_STREAM,
     _SESSION_HEADER,
     _event,
@@ -45,8 +47,6 @@ from req_managed_agents.testing._agentcore_wire import (
     _json_object,
     _write_last,
 )
-from req_managed_agents.testing._script import scripted_text
-from req_managed_agents.testing._server import query_value
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._agentcore_harnesses import _Harness

@@ -15,7 +15,7 @@ import hmac
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._agentcore_wire import _AwsError
+from req_managed_agents.testing.agentcore._wire import _AwsError
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._server import RecordedRequest

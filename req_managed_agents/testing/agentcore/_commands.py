@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from req_managed_agents.testing._agentcore_wire import _event, _exception, _write_last
+from req_managed_agents.testing.agentcore._wire import _event, _exception, _write_last
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,0 +1,1 @@
+"""The AgentCore Harness emulator (see :class:`~req_managed_agents.testing.AgentCoreEmulator`)."""
