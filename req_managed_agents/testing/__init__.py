@@ -243,7 +243,8 @@ yields a fresh ``AgentCoreEmulator()``.
 
 from __future__ import annotations
 
-from req_managed_agents.testing._agentcore import (
+from req_managed_agents.testing._script import ToolCall, call
+from req_managed_agents.testing.agentcore import (
     AgentCoreEmulator,
     CommandOutput,
     CommandRecord,
@@ -251,7 +252,6 @@ from req_managed_agents.testing._agentcore import (
     Invocation,
     StoppedSession,
 )
-from req_managed_agents.testing._script import ToolCall, call
 from req_managed_agents.testing.claude import ClaudeEmulator, Turn
 from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 

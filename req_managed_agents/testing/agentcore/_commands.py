@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Callable
 
-    from req_managed_agents.testing._server import ChunkedStream
+    from req_managed_agents.testing.server import ChunkedStream
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.agentcore._wire import _AwsError
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing._server import RecordedRequest
+    from req_managed_agents.testing.server import RecordedRequest
 
 _SIGNING_NAME = "bedrock-agentcore"
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"

@@ -17,7 +17,7 @@ from req_managed_agents.eventstream import encode_message
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from req_managed_agents.testing._server import ChunkedStream, RecordedRequest
+    from req_managed_agents.testing.server import ChunkedStream, RecordedRequest
 
 _SESSION_HEADER = "x-amzn-bedrock-agentcore-runtime-session-id"
 _EVENT_STREAM = "application/vnd.amazon.eventstream"

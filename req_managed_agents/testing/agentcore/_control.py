@@ -24,15 +24,22 @@ import secrets
 import string
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._server import LoopbackEmulator, query_value, utc_timestamp
+from req_managed_agents.testing.agentcore._harness import (
+    _VERSION_KEYS,
+    _Harness,
+    _harness_not_found,
+)
 from req_managed_agents.testing.agentcore._shapes import _check_structure
 from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid, _json_object
+from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from req_managed_agents.testing._server import Exchange
     from req_managed_agents.testing.agentcore._converse import ConverseTurn
+    from req_managed_agents.testing.agentcore._state import AgentCoreState
+    from req_managed_agents.testing.server import Exchange
+    from req_managed_agents.testing.server._routes import Route
 
 _DEFAULT_PAGE = 10
 _MAX_PAGE = 100
@@ -45,110 +52,58 @@ _ALNUM = string.ascii_letters + string.digits
 _DEFAULT_MODEL = {"bedrockModelConfig": {"modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"}}
 
 
-def _harness_not_found(which: str) -> _AwsError:
-    return _AwsError(404, "ResourceNotFoundException", f"Harness not found: {which}")
-
-
 def _alnum(length: int) -> str:
     return "".join(secrets.choice(_ALNUM) for _ in range(length))
 
 
-_SUMMARY_KEYS = ("harnessId", "harnessName", "arn", "status", "createdAt", "updatedAt")
-_VERSION_KEYS = (*_SUMMARY_KEYS[:3], "harnessVersion", *_SUMMARY_KEYS[3:])
+class ControlPlane:
+    """The control-plane routes, and the harnesses they make.
 
-
-class _Harness:
-    """A harness's control-plane record plus its status script and its turn script."""
+    ``control_model`` is botocore's bedrock-agentcore-control service model; ``region`` and
+    ``account_id`` go into the ARNs; ``default_script`` is what harnesses created without one
+    play; a deleted harness is gone after ``delete_after`` observations.
+    """
 
     def __init__(
         self,
-        record: dict[str, Any],
-        statuses: tuple[str, ...],
-        script: tuple[ConverseTurn, ...],
-        order: int,
+        state: AgentCoreState,
+        control_model: Any,
+        *,
+        region: str,
+        account_id: str,
+        default_script: tuple[ConverseTurn, ...],
+        delete_after: int,
     ) -> None:
-        self.record = record
-        self.statuses = statuses
-        self.position = 0
-        self.script = script
-        self.order = order
-        self.deleting_observed: int | None = None  # None until deleted
-        self.versions = [copy.deepcopy(record)]  # every version's record, oldest first
+        self._state = state
+        self._control_model = control_model
+        self._region = region
+        self._account_id = account_id
+        self._default_script = default_script
+        self._delete_after = delete_after
 
-    @property
-    def id(self) -> str:
-        return str(self.record["harnessId"])
+    def routes(self) -> list[Route]:
+        one = "([^/]+)"
+        return [
+            ("POST", "/harnesses", self._create_harness),
+            ("GET", "/harnesses", self._list_harnesses),
+            ("GET", f"/harnesses/{one}", self._get_harness),
+            ("PATCH", f"/harnesses/{one}", self._update_harness),
+            ("GET", f"/harnesses/{one}/versions", self._list_harness_versions),
+            ("DELETE", f"/harnesses/{one}", self._delete_harness),
+        ]
 
-    @property
-    def status(self) -> str:
-        return "DELETING" if self.deleting_observed is not None else self.statuses[self.position]
-
-    def view(self) -> dict[str, Any]:
-        return {**copy.deepcopy(self.record), "status": self.status}
-
-    def summary(self) -> dict[str, Any]:
-        view = self.view()
-        return {key: view[key] for key in _SUMMARY_KEYS}
-
-    def version_view(self, number: int) -> dict[str, Any]:
-        """An earlier version as GetHarness shows it; the latest one has the live status."""
-        if number == len(self.versions):
-            return self.view()
-        return {**copy.deepcopy(self.versions[number - 1]), "status": "READY"}
-
-    def set_statuses(self, statuses: tuple[str, ...]) -> None:
-        self.statuses = statuses
-        self.position = 0
-        self.record["updatedAt"] = utc_timestamp()
-
-    def advance(self) -> None:
-        if self.deleting_observed is None and self.position < len(self.statuses) - 1:
-            self.position += 1
-            self.record["updatedAt"] = utc_timestamp()
-
-
-class _ControlPlane(LoopbackEmulator):
-    """The harnesses, by id, and the control-plane routes; state guarded by ``_condition``.
-
-    The constructor of ``AgentCoreEmulator`` sets every attribute declared here.
-    """
-
-    region: str
-    account_id: str
-    _control_model: Any  # botocore's bedrock-agentcore-control service model
-    _default_script: tuple[ConverseTurn, ...]  # of harnesses created without one
-    _delete_after: int
-    _harnesses: dict[str, _Harness]
-    _created: int  # harnesses created so far; the order of the next one
-    _client_tokens: dict[str, str]  # CreateHarness clientToken -> harness id
-    _list_tokens: dict[str, tuple[str, int]]  # nextToken -> (the list's path, its offset)
-    _next_statuses: dict[str | None, tuple[str, ...]]  # by harness name, None: any name
-    _update_tokens: dict[str, str]  # UpdateHarness clientToken -> harness id
-
-    def _named(self, name: str) -> _Harness | None:
-        return next((h for h in self._harnesses.values() if h.record["harnessName"] == name), None)
-
-    def _harness_by_arn(self, arn: str) -> _Harness:
-        for harness in self._harnesses.values():
-            if harness.record["arn"] == arn:
-                return harness
-        raise _harness_not_found(arn)
-
-    def _harness_by_runtime(self, arn: str) -> _Harness:
-        """A harness, by its own ARN or the ARN of the runtime behind it."""
-        for harness in self._harnesses.values():
-            runtime = harness.record["environment"]["agentCoreRuntimeEnvironment"]
-            if arn in (harness.record["arn"], runtime["agentRuntimeArn"]):
-                return harness
-        raise _AwsError(404, "ResourceNotFoundException", f"Runtime not found: {arn}")
-
-    def _new_harness(
-        self, body: Mapping[str, Any], statuses: tuple[str, ...], script: tuple[ConverseTurn, ...]
+    def new_harness(
+        self,
+        body: Mapping[str, Any],
+        statuses: tuple[str, ...],
+        script: tuple[ConverseTurn, ...] | None = None,
     ) -> _Harness:
+        """Make a harness of a checked create ``body`` that walks ``statuses`` and plays
+        ``script`` (None: the default one); the state's lock is held."""
         name = body["harnessName"]
         harness_id = f"{name}-{_alnum(10)}"
         runtime_id = f"harness_{name}-{_alnum(10)}"
-        prefix = f"arn:aws:bedrock-agentcore:{self.region}:{self.account_id}"
+        prefix = f"arn:aws:bedrock-agentcore:{self._region}:{self._account_id}"
         asked = body.get("environment", {}).get("agentCoreRuntimeEnvironment", {})
         runtime = {
             "agentRuntimeArn": f"{prefix}:runtime/{runtime_id}",
@@ -180,10 +135,11 @@ class _ControlPlane(LoopbackEmulator):
         echoed = self._control_model.shape_for("Harness").members
         record.update({key: value for key, value in body.items() if key in echoed})
         record["environment"] = {"agentCoreRuntimeEnvironment": runtime}
-        self._created += 1
-        harness = _Harness(copy.deepcopy(record), statuses, script, self._created)
-        self._harnesses[harness_id] = harness
-        self._condition.notify_all()
+        self._state.created += 1
+        scripted = self._default_script if script is None else script
+        harness = _Harness(copy.deepcopy(record), statuses, scripted, self._state.created)
+        self._state.harnesses[harness_id] = harness
+        self._state.condition.notify_all()
         return harness
 
     def _observed(self, harness: _Harness) -> bool:
@@ -194,8 +150,8 @@ class _ControlPlane(LoopbackEmulator):
         harness.deleting_observed += 1
         if harness.deleting_observed <= self._delete_after:
             return True
-        del self._harnesses[harness.id]
-        self._condition.notify_all()
+        del self._state.harnesses[harness.id]
+        self._state.condition.notify_all()
         return False
 
     def _create_harness(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
@@ -205,26 +161,26 @@ class _ControlPlane(LoopbackEmulator):
         _check_structure(shape, body, "", errors, body_only=True)
         if errors:
             raise _invalid(errors)
-        with self._condition:
+        with self._state.condition:
             token = body.get("clientToken")
-            earlier = self._harnesses.get(self._client_tokens.get(token or "", ""))
+            earlier = self._state.harnesses.get(self._state.client_tokens.get(token or "", ""))
             if earlier is not None:  # a retry of a create that succeeded
                 return 201, {"harness": earlier.view()}
             name = body["harnessName"]
-            if self._named(name) is not None:
+            if self._state.named(name) is not None:
                 raise _AwsError(409, "ConflictException", f"A harness named {name} already exists")
             statuses = (
-                self._next_statuses.pop(name, None)
-                or self._next_statuses.pop(None, None)
+                self._state.next_statuses.pop(name, None)
+                or self._state.next_statuses.pop(None, None)
                 or _DEFAULT_STATUSES
             )
-            harness = self._new_harness(body, statuses, self._default_script)
+            harness = self.new_harness(body, statuses, self._default_script)
             if token:
-                self._client_tokens[token] = harness.id
+                self._state.client_tokens[token] = harness.id
             return 201, {"harness": harness.view()}
 
     def _live_harness(self, harness_id: str) -> _Harness:
-        harness = self._harnesses.get(harness_id)
+        harness = self._state.harnesses.get(harness_id)
         if harness is None:
             raise _harness_not_found(harness_id)
         return harness
@@ -233,7 +189,7 @@ class _ControlPlane(LoopbackEmulator):
         version = query_value(exchange.request, "harnessVersion")
         if version is not None and not re.fullmatch(r"[1-9][0-9]{0,4}", version):
             raise _invalid([("harnessVersion", "Member must satisfy regular expression pattern")])
-        with self._condition:
+        with self._state.condition:
             harness = self._live_harness(harness_id)
             if not self._observed(harness):
                 raise _harness_not_found(harness_id)
@@ -251,10 +207,10 @@ class _ControlPlane(LoopbackEmulator):
         _check_structure(shape, body, "", errors, body_only=True)
         if errors:
             raise _invalid(errors)
-        with self._condition:
+        with self._state.condition:
             harness = self._live_harness(harness_id)
             token = body.get("clientToken")
-            if token and self._update_tokens.get(token) == harness_id:
+            if token and self._state.update_tokens.get(token) == harness_id:
                 return 200, {"harness": harness.view()}  # a retry of an update that landed
             if harness.status != "READY":
                 raise _AwsError(
@@ -278,14 +234,14 @@ class _ControlPlane(LoopbackEmulator):
             harness.set_statuses(_UPDATE_STATUSES)  # also stamps updatedAt
             harness.versions.append(copy.deepcopy(record))
             if token:
-                self._update_tokens[token] = harness_id
-            self._condition.notify_all()
+                self._state.update_tokens[token] = harness_id
+            self._state.condition.notify_all()
             return 200, {"harness": harness.view()}
 
     def _list_harness_versions(
         self, exchange: Exchange, harness_id: str
     ) -> tuple[int, dict[str, Any]]:
-        with self._condition:
+        with self._state.condition:
             harness = self._live_harness(harness_id)
             newest_first = range(len(harness.versions), 0, -1)
             keyed = [
@@ -310,7 +266,7 @@ class _ControlPlane(LoopbackEmulator):
         token = query_value(request, "nextToken")
         start = None
         if token is not None:
-            cursor = self._list_tokens.get(token)
+            cursor = self._state.list_tokens.get(token)
             if cursor is None or cursor[0] != request.path:
                 raise _invalid([("nextToken", "Member must be a token from a previous page")])
             start = cursor[1]
@@ -319,18 +275,18 @@ class _ControlPlane(LoopbackEmulator):
         if len(remaining) > size:
             next_token = secrets.token_urlsafe(24)
             first_key = [key for key, _ in keyed if start is None or key >= start][size]
-            self._list_tokens[next_token] = (request.path, first_key)
+            self._state.list_tokens[next_token] = (request.path, first_key)
             page["nextToken"] = next_token
         return page
 
     def _list_harnesses(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
-        with self._condition:
-            live = sorted(self._harnesses.values(), key=lambda h: h.order)
+        with self._state.condition:
+            live = sorted(self._state.harnesses.values(), key=lambda h: h.order)
             keyed = [(h.order, h.summary()) for h in live if self._observed(h)]
             return 200, self._token_page(exchange, keyed, "harnesses")
 
     def _delete_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
-        with self._condition:
+        with self._state.condition:
             harness = self._live_harness(harness_id)
             if harness.deleting_observed is None:
                 harness.deleting_observed = 0

@@ -11,10 +11,7 @@ happens after it; a stream cut before ``messageStop`` leaves the turn unplayed, 
 client's retry of the invocation replays it. Each committed turn keeps the frames written
 for it, for tests to check what a client must have seen.
 
-StopRuntimeSession ends a runtime session the way the service does: its in-flight
-invocations are cut (the connection aborts, the turn is not committed) and its conversation
-is gone, so the next invocation with the same session id starts the script from its first
-turn and knows of no pending tool calls.
+StopRuntimeSession (``_runtimes``) cuts a session's in-flight invocations.
 """
 
 from __future__ import annotations
@@ -25,9 +22,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing._agentcore_harnesses import _ControlPlane
 from req_managed_agents.testing._script import scripted_text
-from req_managed_agents.testing._server import query_value
+from req_managed_agents.testing.agentcore._conversation import _Conversation
 from req_managed_agents.testing.agentcore._converse import (
     _MODEL_REJECTED,
     _SCRIPT_FINISHED,
@@ -37,6 +33,7 @@ from req_managed_agents.testing.agentcore._converse import (
     _ToolUse,
     _turn_events,
 )
+from req_managed_agents.testing.agentcore._records import Invocation
 from req_managed_agents.testing.agentcore._shapes import _check_shape, _check_structure
 from req_managed_agents.testing.agentcore._wire import (
     _EVENT_STREAM,
@@ -47,82 +44,24 @@ from req_managed_agents.testing.agentcore._wire import (
     _json_object,
     _write_last,
 )
+from req_managed_agents.testing.server import query_value
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing._agentcore_harnesses import _Harness
-    from req_managed_agents.testing._server import ChunkedStream, Exchange, RecordedRequest
+    from req_managed_agents.testing.agentcore._frame_faults import _FrameFault
+    from req_managed_agents.testing.agentcore._harness import _Harness
+    from req_managed_agents.testing.agentcore._state import AgentCoreState
+    from req_managed_agents.testing.server import (
+        ChunkedStream,
+        Exchange,
+        Lifecycle,
+        RecordedRequest,
+    )
+    from req_managed_agents.testing.server._routes import Route
 
 # The service wants runtime session ids of at least 33 characters; older models say 1.
 _MIN_SESSION_ID = 33
 # Tool types whose tools are not named in the declaration (an MCP server's, a gateway's).
 _OPEN_TOOL_TYPES = ("remote_mcp", "agentcore_gateway")
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """A well-formed InvokeHarness request, as received (``body`` is its decoded JSON)."""
-
-    harness_arn: str
-    runtime_session_id: str
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class StoppedSession:
-    """A well-formed StopRuntimeSession request: ``runtime_arn`` is the one in its path,
-    ``streams_cut`` how many in-flight InvokeHarness streams it cut."""
-
-    runtime_arn: str
-    runtime_session_id: str
-    qualifier: str | None
-    streams_cut: int
-
-
-class _Conversation:
-    """Where one runtime session of one harness is in its script."""
-
-    def __init__(self) -> None:
-        self.turns_played = 0
-        self.pending: tuple[_ToolUse, ...] = ()  # the tool calls awaiting results
-        self.generation = 0  # changes on every advance, so a stale invocation cannot commit
-        # The frames written for each committed turn, as {event type: payload}.
-        self.frames: list[list[dict[str, Any]]] = []
-        self.streams: set[ChunkedStream] = set()  # the invocations playing a turn of it
-        self.stopped = False  # StopRuntimeSession ended it; it is no longer in the registry
-
-
-class _FrameFault:
-    """A stream fault for the next invocation(s): what happens after ``after_frames``."""
-
-    def __init__(
-        self,
-        kind: str,
-        after_frames: int,
-        times: int,
-        frame: bytes = b"",
-        seconds: float = 0.0,
-        abrupt: bool = False,
-    ) -> None:
-        if after_frames < 0:
-            raise ValueError("after_frames must not be negative")
-        if times < 1:
-            raise ValueError("times must be at least 1")
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
-        self.kind = kind
-        self.after_frames = after_frames
-        self.remaining = times
-        self.frame = frame
-        self.seconds = seconds
-        self.abrupt = abrupt
-
-    def cut(self, event_count: int) -> int:
-        """How many of the turn's events go out before the fault."""
-        if self.kind == "truncate":  # never as far as messageStop
-            return min(self.after_frames, event_count - 2)
-        if self.kind == "after_commit":  # through messageStop, never the metadata
-            return event_count - 1
-        return min(self.after_frames, event_count)
 
 
 @dataclass(frozen=True)
@@ -155,21 +94,20 @@ def _undeclared(turn: ConverseTurn, tools: list[dict[str, Any]]) -> str | None:
     return None
 
 
-class _HarnessInvoker(_ControlPlane):
+class Invoker:
     """The InvokeHarness route and the conversations it moves along.
 
-    The constructor of ``AgentCoreEmulator`` sets every attribute declared here.
+    ``lifecycle`` is the emulator's: a turn's delays and stalls sleep on it, and a turn stops
+    when the emulator closes. ``data_model`` is botocore's bedrock-agentcore service model.
     """
 
-    _data_model: Any  # botocore's bedrock-agentcore service model
-    _conversations: dict[tuple[str, str], _Conversation]  # by (harness ARN, session id)
-    _frame_faults: list[_FrameFault]
-    _invocations: list[Invocation]
-    _stopped_sessions: list[StoppedSession]
+    def __init__(self, lifecycle: Lifecycle, state: AgentCoreState, data_model: Any) -> None:
+        self._lifecycle = lifecycle
+        self._state = state
+        self._data_model = data_model
 
-    def _add_fault(self, fault: _FrameFault) -> None:
-        with self._condition:
-            self._frame_faults.append(fault)
+    def routes(self) -> list[Route]:
+        return [("POST", "/harnesses/invoke", self._invoke_harness)]
 
     def _session_id(
         self, request: RecordedRequest, shape: Any, errors: list[tuple[str, str]]
@@ -200,13 +138,13 @@ class _HarnessInvoker(_ControlPlane):
         if errors or arn is None:
             raise _invalid(errors)
         refusal = ""
-        with self._condition:
-            self._invocations.append(Invocation(arn, session_id, body))
-            harness = self._harness_by_arn(arn)
+        with self._state.condition:
+            self._state.invocations.append(Invocation(arn, session_id, body))
+            harness = self._state.harness_by_arn(arn)
             if harness.status != "READY":
                 problem = f"Harness {harness.id} is {harness.status}, not READY"
                 raise _invalid([("harnessArn", problem)])
-            conversation = self._conversations.setdefault((arn, session_id), _Conversation())
+            conversation = self._state.conversations.setdefault((arn, session_id), _Conversation())
             try:
                 plan: _Plan | None = self._plan(harness, conversation, body)
             except _Rejected as rejected:
@@ -214,7 +152,7 @@ class _HarnessInvoker(_ControlPlane):
         stream = exchange.open_stream(
             session_id, _EVENT_STREAM, {"x-amzn-RequestId": str(uuid.uuid4())}
         )
-        with self._condition:
+        with self._state.condition:
             if conversation.stopped:  # stopped between the plan and the response head
                 stream.abort("stopped")
                 return
@@ -222,7 +160,7 @@ class _HarnessInvoker(_ControlPlane):
         try:
             self._answer(stream, plan, refusal)
         finally:
-            with self._condition:
+            with self._state.condition:
                 conversation.streams.discard(stream)
 
     def _answer(self, stream: ChunkedStream, plan: _Plan | None, refusal: str) -> None:
@@ -259,11 +197,11 @@ class _HarnessInvoker(_ControlPlane):
         turn = script[played] if played < len(script) else _SCRIPT_FINISHED
         undeclared = _undeclared(turn, [*body.get("tools", []), *harness.record["tools"]])
         fault = None
-        if self._frame_faults:  # one fault per invocation, in the order they were added
-            fault = self._frame_faults[0]
+        if self._state.frame_faults:  # one fault per invocation, in the order they were added
+            fault = self._state.frame_faults[0]
             fault.remaining -= 1
             if fault.remaining <= 0:
-                self._frame_faults.pop(0)
+                self._state.frame_faults.pop(0)
         generation = conversation.generation
         return _Plan(turn, inputs, conversation, played, generation, fault, undeclared)
 
@@ -283,8 +221,8 @@ class _HarnessInvoker(_ControlPlane):
         written: list[dict[str, Any]] = []
         for event_type, payload in events[:count]:
             if plan.turn.delay:
-                self._sleep(plan.turn.delay, stream)
-            if self._stopping:
+                self._lifecycle.sleep(plan.turn.delay, stream)
+            if self._lifecycle.stopping:
                 stream.abort("emulator_closed")
                 return
             if stream.ended:  # StopRuntimeSession cut it
@@ -300,14 +238,14 @@ class _HarnessInvoker(_ControlPlane):
                 if undo is not None:
                     self._undo(conversation, *undo)
                 return
-            with self._condition:  # once committed, tests may be reading it
+            with self._state.condition:  # once committed, tests may be reading it
                 written.append({event_type: payload})
         if fault is None and last is not None:
             _write_last(stream, last)
         elif fault is None:
             stream.finish()
         elif fault.kind == "stall":
-            self._sleep(fault.seconds, stream)
+            self._lifecycle.sleep(fault.seconds, stream)
             stream.abort("stalled")
         elif fault.kind in ("truncate", "after_commit"):
             if fault.abrupt:
@@ -329,7 +267,7 @@ class _HarnessInvoker(_ControlPlane):
         """Commit a played turn, whose written ``frames`` the invocation goes on filling,
         unless another invocation moved the conversation first; return what :meth:`_undo`
         needs."""
-        with self._condition:
+        with self._state.condition:
             if conversation.generation != generation:
                 return None
             before = (conversation.turns_played, conversation.pending)
@@ -345,40 +283,8 @@ class _HarnessInvoker(_ControlPlane):
         turns_played: int,
         pending: tuple[_ToolUse, ...],
     ) -> None:
-        with self._condition:
+        with self._state.condition:
             if conversation.generation == generation:
                 conversation.turns_played, conversation.pending = turns_played, pending
                 conversation.generation += 1
                 conversation.frames.pop()
-
-    def _stop_runtime_session(self, exchange: Exchange, arn: str) -> None:
-        """StopRuntimeSession: cut the session's in-flight invocations, forget its
-        conversation and answer with the session id."""
-        request = exchange.request
-        shape = self._data_model.operation_model("StopRuntimeSession").input_shape
-        errors: list[tuple[str, str]] = []
-        value = request.headers.get(_SESSION_HEADER)
-        _check_shape(shape.members["runtimeSessionId"], value, "runtimeSessionId", errors)
-        body = _json_object(request) if request.raw_body else {}
-        _check_structure(shape, body, "", errors, body_only=True)
-        if errors:
-            raise _invalid(errors)
-        session_id = str(value)
-        with self._condition:
-            harness = self._harness_by_runtime(arn)
-            conversation = self._conversations.pop((harness.record["arn"], session_id), None)
-            streams: list[ChunkedStream] = []
-            if conversation is not None:
-                conversation.stopped = True
-                conversation.generation += 1  # an invocation still playing cannot commit
-                streams = [s for s in conversation.streams if not s.ended]
-            qualifier = query_value(request, "qualifier")
-            stopped = StoppedSession(arn, session_id, qualifier, len(streams))
-            self._stopped_sessions.append(stopped)
-        for stream in streams:
-            stream.abort("stopped")
-        headers = {"x-amzn-RequestId": str(uuid.uuid4()), _SESSION_HEADER: session_id}
-        exchange.respond_json(200, {}, headers)
-
-    def _pending_faults(self) -> int:
-        return super()._pending_faults() + sum(f.remaining for f in self._frame_faults)
