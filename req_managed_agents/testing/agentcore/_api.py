@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
     from req_managed_agents.testing.agentcore._state import AgentCoreState
-    from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
 
 
 class AgentCoreAPI:

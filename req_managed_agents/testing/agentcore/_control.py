@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.agentcore._converse import ConverseTurn
     from req_managed_agents.testing.agentcore._state import AgentCoreState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _DEFAULT_PAGE = 10
 _MAX_PAGE = 100

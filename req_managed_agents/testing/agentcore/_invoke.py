@@ -55,8 +55,8 @@ if TYPE_CHECKING:
         Exchange,
         Lifecycle,
         RecordedRequest,
+        Route,
     )
-    from req_managed_agents.testing.server._routes import Route
 
 # The service wants runtime session ids of at least 33 characters; older models say 1.
 _MIN_SESSION_ID = 33

@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.agentcore._commands import CommandOutput
     from req_managed_agents.testing.agentcore._state import AgentCoreState
-    from req_managed_agents.testing.server import ChunkedStream, Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import ChunkedStream, Exchange, Route
 
 
 class Runtimes:

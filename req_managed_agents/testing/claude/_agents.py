@@ -45,8 +45,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._turn import Turn
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _AGENT_FIELDS = frozenset(
     {

@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable
 
-    from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
 
 
 class ClaudeAPI:

@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _ENVIRONMENT_FIELDS = frozenset({"name", "config", "description", "metadata", "scope"})
 _SCOPES = ("organization", "account")

@@ -43,8 +43,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._outcomes import Outcomes
     from req_managed_agents.testing.claude._player import Player
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _ANSWERS = ("user.custom_tool_result", "user.tool_confirmation", "user.tool_result")
 # Every event type the API can log, for the ``types[]`` filter.

@@ -31,8 +31,7 @@ from req_managed_agents.testing.server import parse_form_data, query_value, utc_
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._model import _Session
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange, FormPart
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, FormPart, Route
 
 # How long an upload may be asked to live (seconds).
 _MIN_EXPIRY = 3600

@@ -45,8 +45,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.claude._memory import MemoryStores
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _MAX_CONTENT_BYTES = 102_400
 _MAX_PATH_BYTES = 1024

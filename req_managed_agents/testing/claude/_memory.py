@@ -31,8 +31,7 @@ from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 
 class MemoryStores:

@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._memory import MemoryStores
     from req_managed_agents.testing.claude._model import _Session, _StoredFile
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _FILE_RESOURCE_FIELDS = frozenset({"type", "file_id", "mount_path"})
 # Mount paths are rooted here; the agent reads its inputs from this directory.

@@ -56,8 +56,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._resources import SessionResources
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._vaults import Vaults
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _SESSION_FIELDS = frozenset(
     {

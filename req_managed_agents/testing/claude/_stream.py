@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.testing.claude._model import _Session
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle, Route
 
 _HEARTBEATS = {
     "comment": b": ping\n\n",

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._model import _Session, _Thread
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._stream import EventStream
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _STATUSES = ("running", "idle", "rescheduling", "terminated")
 

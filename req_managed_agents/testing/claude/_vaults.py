@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import Exchange
-    from req_managed_agents.testing.server._routes import Route
+    from req_managed_agents.testing.server import Exchange, Route
 
 _MAX_DISPLAY_NAME = 255
 # Per auth type: the fields a create takes, the secret ones among them (never answered)

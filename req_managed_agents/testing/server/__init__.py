@@ -41,7 +41,7 @@ from req_managed_agents.testing.server._faults import RequestFault
 from req_managed_agents.testing.server._form import FormPart, parse_form_data
 from req_managed_agents.testing.server._lifecycle import Lifecycle
 from req_managed_agents.testing.server._records import RecordedRequest, StreamConnection
-from req_managed_agents.testing.server._routes import Router, query_value, utc_timestamp
+from req_managed_agents.testing.server._routes import Route, Router, query_value, utc_timestamp
 from req_managed_agents.testing.server._server import LoopbackServer, Service
 from req_managed_agents.testing.server._streams import ChunkedStream
 
@@ -54,6 +54,7 @@ __all__ = [
     "LoopbackServer",
     "RecordedRequest",
     "RequestFault",
+    "Route",
     "Router",
     "Service",
     "StreamConnection",

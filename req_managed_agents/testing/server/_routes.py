@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Callable
 
     from req_managed_agents.testing.server._records import RecordedRequest
 
-    # A row of a route table: the method, the path pattern and the function that answers.
-    Route = tuple[str, str, Callable[..., Any]]
+# A row of a route table: the method, the path pattern and the function that answers.
+Route = tuple[str, str, Callable[..., Any]]
 
 
 class Router:
