@@ -88,6 +88,7 @@ class AgentCoreEmulator(LoopbackEmulator):
         if command_runner is None:
             self._shell = command_runner = _ShellRunner()
         self.workdir = None if self._shell is None else self._shell.workdir
+        # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = AgentCoreState(lifecycle.condition)
         self._control = control = ControlPlane(

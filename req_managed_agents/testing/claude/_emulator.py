@@ -60,6 +60,7 @@ class ClaudeEmulator(LoopbackEmulator):
         sse_ids: bool = False,
         downloadable_uploads: bool = False,
     ) -> None:
+        # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = ClaudeState(lifecycle.condition)
         stream = EventStream(
