@@ -243,7 +243,8 @@ yields a fresh ``AgentCoreEmulator()``.
 
 from __future__ import annotations
 
-from req_managed_agents.testing._agentcore import (
+from req_managed_agents.testing._script import ToolCall, call
+from req_managed_agents.testing.agentcore import (
     AgentCoreEmulator,
     CommandOutput,
     CommandRecord,
@@ -251,9 +252,8 @@ from req_managed_agents.testing._agentcore import (
     Invocation,
     StoppedSession,
 )
-from req_managed_agents.testing._claude import ClaudeEmulator, Turn
-from req_managed_agents.testing._script import ToolCall, call
-from req_managed_agents.testing._server import RecordedRequest, StreamConnection
+from req_managed_agents.testing.claude import ClaudeEmulator, Turn
+from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 
 __all__ = [
     "AgentCoreEmulator",

@@ -10,7 +10,7 @@ import requests
 
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator
-from req_managed_agents.testing._claude import BETA
+from req_managed_agents.testing.claude._wire import BETA
 
 FILES_BETA = "files-api-2025-04-14"
 

@@ -36,7 +36,7 @@ from req_managed_agents.testing import (
     StoppedSession,
     call,
 )
-from req_managed_agents.testing._agentcore_shapes import _check_structure
+from req_managed_agents.testing.agentcore._shapes import _check_structure
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 ROLE = "arn:aws:iam::123456789012:role/harness"

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from req_managed_agents.testing import ClaudeEmulator, RecordedRequest, ToolCall, Turn, call
-from req_managed_agents.testing._claude import BETA
+from req_managed_agents.testing.claude._wire import BETA
 from tests.support.api import api_headers, error_of, ok, tool_result, user_message
 
 # --- authentication and headers -------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from req_managed_agents.testing import ClaudeEmulator, Turn
-from req_managed_agents.testing._claude import BETA
+from req_managed_agents.testing.claude._wire import BETA
 from tests.support.api import FILES_BETA, Api, error_of, ok
 
 BOTH_BETAS = f"{FILES_BETA},{BETA}"

@@ -24,7 +24,7 @@ from req_managed_agents.eventstream import encode_message
 from req_managed_agents.providers.agentcore import BedrockAgentCore, resume_messages
 from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec
 from req_managed_agents.provisioner._harness import harness_body
-from req_managed_agents.testing._agentcore_shapes import (
+from req_managed_agents.testing.agentcore._shapes import (
     _check_shape,
     _check_structure,
     _service_model,

@@ -1,0 +1,63 @@
+"""The state every part of the AgentCore emulator shares: its data, and the lock guarding it.
+
+The control plane, InvokeHarness and the runtime routes keep no data of their own: they read
+and change the :class:`AgentCoreState` they were given, under ``condition``, the emulator's
+one lock (see :class:`~req_managed_agents.testing.server.Lifecycle`). Besides the data, the
+state finds harnesses by name and by ARN (their own, or their runtime's).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from req_managed_agents.testing.agentcore._harness import _harness_not_found
+from req_managed_agents.testing.agentcore._wire import _AwsError
+
+if TYPE_CHECKING:
+    import threading
+
+    from req_managed_agents.testing.agentcore._commands import CommandRecord
+    from req_managed_agents.testing.agentcore._conversation import _Conversation
+    from req_managed_agents.testing.agentcore._frame_faults import _FrameFault
+    from req_managed_agents.testing.agentcore._harness import _Harness
+    from req_managed_agents.testing.agentcore._records import Invocation, StoppedSession
+
+
+class AgentCoreState:
+    """The AgentCore emulator's data, guarded by ``condition``."""
+
+    def __init__(self, condition: threading.Condition) -> None:
+        self.condition = condition
+        self.harnesses: dict[str, _Harness] = {}  # by id
+        self.created = 0  # harnesses created so far; the order of the next one
+        self.client_tokens: dict[str, str] = {}  # CreateHarness clientToken -> harness id
+        self.update_tokens: dict[str, str] = {}  # UpdateHarness clientToken -> harness id
+        self.list_tokens: dict[str, tuple[str, int]] = {}  # nextToken -> (list's path, key)
+        # The status scripts of the next harnesses created, by name (None: any name).
+        self.next_statuses: dict[str | None, tuple[str, ...]] = {}
+        # By (harness ARN, runtime session id).
+        self.conversations: dict[tuple[str, str], _Conversation] = {}
+        self.frame_faults: list[_FrameFault] = []
+        self.invocations: list[Invocation] = []
+        self.stopped_sessions: list[StoppedSession] = []
+        self.commands: list[CommandRecord] = []
+        self.signature_failures: list[tuple[str, str, str]] = []  # (method, path, reason)
+
+    def named(self, name: str) -> _Harness | None:
+        """The live harness of that name, if any."""
+        return next((h for h in self.harnesses.values() if h.record["harnessName"] == name), None)
+
+    def harness_by_arn(self, arn: str) -> _Harness:
+        """A harness by its ARN; a ResourceNotFoundException otherwise."""
+        for harness in self.harnesses.values():
+            if harness.record["arn"] == arn:
+                return harness
+        raise _harness_not_found(arn)
+
+    def harness_by_runtime(self, arn: str) -> _Harness:
+        """A harness, by its own ARN or the ARN of the runtime behind it."""
+        for harness in self.harnesses.values():
+            runtime = harness.record["environment"]["agentCoreRuntimeEnvironment"]
+            if arn in (harness.record["arn"], runtime["agentRuntimeArn"]):
+                return harness
+        raise _AwsError(404, "ResourceNotFoundException", f"Runtime not found: {arn}")

@@ -1,0 +1,98 @@
+"""How the Claude emulator answers a request: authentication, the beta headers, routing and
+the API's error object (for the route's errors and injected ones alike).
+
+Clients must send what the real API requires: ``x-api-key: <key>`` (or ``authorization:
+Bearer <key>``), an ``anthropic-version`` header and ``anthropic-beta:
+managed-agents-2026-04-01``, except on the Files API, which is generally available, and on
+memory stores, which take their own beta ``agent-memory-2026-07-22`` too. A route returns the
+JSON it answers with (200), or answers the exchange itself (downloads, streams).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.claude._wire import (
+    _ERROR_TYPES,
+    BETA,
+    MEMORY_BETA,
+    _APIError,
+    _betas,
+    _invalid,
+    _is_files_path,
+    _is_memory_path,
+    _new_id,
+)
+from req_managed_agents.testing.server import Router
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Callable
+
+    from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
+
+
+class ClaudeAPI:
+    """The :class:`~req_managed_agents.testing.server.Service` of the Claude emulator: the
+    ``routes`` of its resources, behind the ``api_key``."""
+
+    def __init__(self, api_key: str, routes: Sequence[Route]) -> None:
+        self._api_key = api_key
+        self._router = Router(routes)
+
+    def handle(self, exchange: Exchange) -> None:
+        """Answer a request with its route's JSON, or with the API's error."""
+        request = exchange.request
+        try:
+            self._check_headers(request)
+            route, ids = self._route(request)
+            payload = route(exchange, *ids)
+        except _APIError as error:
+            self._respond_error(exchange, error.status, error.error_type, error.message)
+            return
+        if payload is not None:
+            exchange.respond_json(200, payload, {"request-id": _new_id("req")})
+
+    def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
+        """Answer an injected error with the API's error object."""
+        error_type = fault.error_type or _ERROR_TYPES.get(fault.status, "api_error")
+        headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
+        self._respond_error(exchange, fault.status, error_type, fault.message, headers)
+
+    def _respond_error(
+        self,
+        exchange: Exchange,
+        status: int,
+        error_type: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        request_id = _new_id("req")
+        body = {
+            "type": "error",
+            "error": {"type": error_type, "message": message},
+            "request_id": request_id,
+        }
+        exchange.respond_json(status, body, {**(headers or {}), "request-id": request_id})
+
+    def _check_headers(self, request: RecordedRequest) -> None:
+        key = request.headers.get("x-api-key")
+        authorization = request.headers.get("authorization", "")
+        if key is None and authorization.startswith("Bearer "):
+            key = authorization[len("Bearer ") :]
+        if key != self._api_key:
+            raise _APIError(401, "invalid x-api-key")
+        if "anthropic-version" not in request.headers:
+            raise _invalid("anthropic-version: header is required")
+        betas = _betas(request)
+        if _is_memory_path(request.path):
+            if not betas & {BETA, MEMORY_BETA}:
+                raise _APIError(404, f"Not found (memory stores need the beta {MEMORY_BETA})")
+        elif BETA not in betas and not _is_files_path(request.path):
+            raise _APIError(404, f"Not found (this API needs the anthropic-beta header {BETA})")
+
+    def _route(self, request: RecordedRequest) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        found = self._router.match(request.method, request.path)
+        if found is None:
+            raise _APIError(404, f"no route for {request.method} {request.path}")
+        return found

@@ -1,0 +1,262 @@
+"""The Claude emulator itself: its resources assembled on one state and one server, and what
+it offers tests (set-up, faults and observations).
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing._script import as_script
+from req_managed_agents.testing.claude._agents import Agents
+from req_managed_agents.testing.claude._api import ClaudeAPI
+from req_managed_agents.testing.claude._environments import Environments
+from req_managed_agents.testing.claude._events import Events
+from req_managed_agents.testing.claude._files import Files
+from req_managed_agents.testing.claude._log import SessionLog
+from req_managed_agents.testing.claude._memories import Memories
+from req_managed_agents.testing.claude._memory import MemoryStores
+from req_managed_agents.testing.claude._outcomes import Outcomes
+from req_managed_agents.testing.claude._player import Player
+from req_managed_agents.testing.claude._resources import SessionResources
+from req_managed_agents.testing.claude._sessions import Sessions
+from req_managed_agents.testing.claude._state import ClaudeState
+from req_managed_agents.testing.claude._stream import EventStream
+from req_managed_agents.testing.claude._subagents import Subagents
+from req_managed_agents.testing.claude._threads import Threads, _thread_view
+from req_managed_agents.testing.claude._turn import Turn, _output_bytes
+from req_managed_agents.testing.claude._vaults import Vaults
+from req_managed_agents.testing.claude._wire import _APIError
+from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Literal
+
+    from req_managed_agents.providers.claude import ClaudeManagedAgents
+
+
+class ClaudeEmulator(LoopbackEmulator):
+    """A Claude Managed Agents API on ``127.0.0.1`` that plays scripted agents.
+
+    Starts serving on construction. ``script`` is the default script of agents created
+    without one (over REST or with :meth:`add_agent`). ``ping_interval`` is the silence after
+    which a stream writes a heartbeat, in the form ``heartbeat`` names (``"comment"``: a
+    ``: ping`` line; ``"event"``: an ``event: ping`` frame). ``unique_names`` makes a second
+    agent or environment of the same name a 409. ``sse_ids`` adds ``id:`` lines to frames.
+    ``downloadable_uploads`` marks uploaded files downloadable, which the real API never
+    does, for tests that want their uploads back.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Turn | str] | None = None,
+        *,
+        api_key: str | None = None,
+        ping_interval: float = 1.0,
+        heartbeat: Literal["comment", "event"] = "comment",
+        unique_names: bool = False,
+        sse_ids: bool = False,
+        downloadable_uploads: bool = False,
+    ) -> None:
+        # Built leaves first: each part is handed the state and the parts it calls.
+        lifecycle = Lifecycle(type(self).__name__)
+        self._state = state = ClaudeState(lifecycle.condition)
+        stream = EventStream(
+            lifecycle, state, ping_interval=ping_interval, heartbeat=heartbeat, sse_ids=sse_ids
+        )
+        self.api_key = api_key or f"sk-ant-emu-{secrets.token_hex(16)}"
+        self._log = log = SessionLog(lifecycle.condition)
+        self._outcomes = outcomes = Outcomes(log)
+        self._files = files = Files(state, downloadable_uploads=downloadable_uploads)
+        player = Player(lifecycle, log, Subagents(log), outcomes, files)
+        events = Events(state, log, player, outcomes)
+        self._agents = agents = Agents(
+            state, default_script=as_script(script, Turn), unique_names=unique_names
+        )
+        self._environments = environments = Environments(state, unique_names=unique_names)
+        vaults = Vaults(state)
+        memory = MemoryStores(state)
+        resources = SessionResources(state, files, memory)
+        sessions = Sessions(
+            state,
+            log,
+            agents=agents,
+            environments=environments,
+            vaults=vaults,
+            resources=resources,
+            files=files,
+            events=events,
+        )
+        api = ClaudeAPI(
+            self.api_key,
+            [
+                *agents.routes(),
+                *environments.routes(),
+                *sessions.routes(),
+                *events.routes(),
+                *stream.routes(),
+                *resources.routes(),
+                *Threads(state, stream).routes(),
+                *vaults.routes(),
+                *memory.routes(),
+                *Memories(state, memory, api_key=self.api_key).routes(),
+                *files.routes(),
+            ],
+        )
+        super().__init__(LoopbackServer(lifecycle, api))
+
+    # --- set-up and faults for tests ------------------------------------------------------
+
+    def provider(self, **options: Any) -> ClaudeManagedAgents:
+        """A ``ClaudeManagedAgents`` with this emulator's key and URL; ``options`` go to its
+        constructor (``timeout``, ``max_retries``, ...)."""
+        from req_managed_agents.providers.claude import ClaudeManagedAgents
+
+        return ClaudeManagedAgents(self.api_key, base_url=self.base_url, **options)
+
+    def add_agent(
+        self,
+        script: Sequence[Turn | str] | None = None,
+        name: str = "agent",
+        *,
+        model: str = "claude-sonnet-4-6",
+    ) -> str:
+        """Create an agent that plays ``script`` (default: the emulator's); return its id."""
+        with self._state.condition:
+            try:
+                agent = self._agents.new_agent({"name": name, "model": model})
+            except _APIError as error:
+                raise ValueError(error.message) from None
+            if script is not None:
+                self._state.agent_scripts[agent["id"]] = as_script(script, Turn)
+            return str(agent["id"])
+
+    def add_environment(self, name: str = "env", *, config: Mapping[str, Any] | None = None) -> str:
+        """Create an environment (default config: cloud, unrestricted); return its id."""
+        with self._state.condition:
+            try:
+                return str(
+                    self._environments.new_environment({"name": name, "config": config})["id"]
+                )
+            except _APIError as error:
+                raise ValueError(error.message) from None
+
+    def drop_stream(
+        self,
+        at_event: int,
+        session_id: str | None = None,
+        times: int = 1,
+        *,
+        after_deltas: int | None = None,
+    ) -> None:
+        """Cut the next ``times`` stream connections about to send event ``at_event``.
+
+        ``at_event`` is a 0-based position in the session's event log (echoed user events
+        included). The socket closes without the terminating chunk; the event stays in the
+        history. ``session_id=None`` matches any session. The cut comes before the event's
+        previews, or, with ``after_deltas=k``, in the middle of them: after its
+        ``event_start`` and ``k`` of its ``event_delta`` frames (all of them if it has fewer),
+        before the event itself. On a connection that asked for no previews of the event,
+        both cut before the event.
+        """
+        if after_deltas is not None and after_deltas < 0:
+            raise ValueError("after_deltas must not be negative")
+        previews = 0 if after_deltas is None else after_deltas + 1  # event_start first
+        self._server.faults.add_stream_fault("drop", session_id, at_event, times, previews=previews)
+
+    def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
+        """Once: before sending event ``at_event``, go silent (no pings) for ``seconds``, then
+        close the connection."""
+        if seconds < 0:
+            raise ValueError("seconds must not be negative")
+        self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
+
+    def corrupt_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
+        """On the next ``times`` stream connections about to send event ``at_event``, write a
+        frame whose ``data:`` is not JSON (the first half of the event's) instead of it.
+
+        The stream carries on with the next event; the event stays in the history, so a
+        client can recover it by paging the history. One fault per event and connection:
+        stalls come first, then drops, corruptions and duplications.
+        """
+        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times)
+
+    def duplicate_stream(
+        self, at_event: int, session_id: str | None = None, times: int = 1
+    ) -> None:
+        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
+        about to send it (see :meth:`duplicate_stream_events` for every event)."""
+        self._server.faults.add_stream_fault("duplicate", session_id, at_event, times)
+
+    def duplicate_stream_events(self, enabled: bool = True) -> None:
+        """Write every event twice on the streams (history is unaffected)."""
+        self._server.faults.set_duplicate_events(enabled)
+
+    def terminate_session(self, session_id: str) -> None:
+        """Log ``session.status_terminated`` as if the service had failed the session."""
+        with self._state.condition:
+            self._log.terminate(self._state.known_session(session_id))
+
+    def fail_turn(self, session_id: str, error_type: str = "model_overloaded_error") -> None:
+        """Give up on the running turn the way the service does after its retries: a
+        ``session.error`` with ``retry_status`` ``exhausted``, then an idle with stop reason
+        ``retries_exhausted``. The scripted turn stops playing, and the outcome it worked
+        toward, if any, ends ``failed``."""
+        error = {
+            "type": error_type,
+            "message": "the service gave up after retrying",
+            "retry_status": {"type": "exhausted"},
+        }
+        with self._state.condition:
+            session = self._state.known_session(session_id)
+            session.gave_up = True
+            self._outcomes.settle(session, "failed", "The turn failed: the service gave up.")
+            self._log.append(session, {"type": "session.error", "error": error})
+            self._log.finish_turn(session, {"type": "retries_exhausted"})
+            self._state.condition.notify_all()
+
+    def add_output(self, session_id: str, name: str, data: bytes) -> dict[str, Any]:
+        """Store a file as if the session's agent had written ``/mnt/session/outputs/<name>``;
+        return its metadata. Writing a name again adds a newer file of that name."""
+        content = _output_bytes(name, data)
+        with self._state.condition:
+            session = self._state.known_session(session_id)
+            if session.deleted:
+                raise ValueError(f"session {session_id!r} was deleted")
+            return copy.deepcopy(self._files.write_output(session, name, content).record)
+
+    # --- observation for tests --------------------------------------------------------------
+
+    def events(self, session_id: str, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """The session's event log, oldest first (a copy; kept after the session is
+        deleted), or the log of one of its threads."""
+        with self._state.condition:
+            session = self._state.known_session(session_id)
+            if thread_id is None:
+                return copy.deepcopy(session.log)
+            if thread_id not in session.threads:
+                raise KeyError(f"no thread {thread_id!r} in session {session_id!r}")
+            return copy.deepcopy(session.threads[thread_id].log)
+
+    def threads(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's threads as the API shows them, the primary one first (copies)."""
+        with self._state.condition:
+            session = self._state.known_session(session_id)
+            return [_thread_view(session, t) for t in session.threads.values()]
+
+    def session_ids(self) -> list[str]:
+        """Ids of every session created so far, oldest first."""
+        with self._state.condition:
+            return list(self._state.sessions)
+
+    def files(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        """Metadata of the stored files, oldest first (copies): every file, or only those
+        scoped to ``session_id`` (its outputs)."""
+        with self._state.condition:
+            return [
+                copy.deepcopy(f.record)
+                for f in self._state.files.values()
+                if session_id in (None, f.scope_id)
+            ]

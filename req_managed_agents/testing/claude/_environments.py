@@ -1,0 +1,167 @@
+"""Environments of the Claude emulator: their REST objects and routes.
+
+Environments are created, read, updated (``config`` replaced whole), listed, archived and
+deleted once no session uses them. They answer with their defaults resolved (``_config``).
+With ``unique_names`` a second environment of the same name is a 409.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.claude._config import resolved_environment_config
+from req_managed_agents.testing.claude._wire import (
+    _MAX_RESOURCE_PAGE,
+    ID,
+    _archive,
+    _check_name_free,
+    _flag,
+    _invalid,
+    _json_object,
+    _merged_metadata,
+    _new_id,
+    _not_found,
+    _optional_string,
+    _reject_unknown,
+    _required_name,
+)
+from req_managed_agents.testing.server import utc_timestamp
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.server import Exchange, Route
+
+_ENVIRONMENT_FIELDS = frozenset({"name", "config", "description", "metadata", "scope"})
+_SCOPES = ("organization", "account")
+
+
+def _scope(value: Any) -> Any:
+    if value is not None and value not in _SCOPES:
+        raise _invalid("scope: Input should be 'organization' or 'account'")
+    return value
+
+
+class Environments:
+    """The environment routes, and the environments sessions run in."""
+
+    def __init__(self, state: ClaudeState, *, unique_names: bool) -> None:
+        self._state = state
+        self._unique_names = unique_names
+
+    def routes(self) -> list[Route]:
+        return [
+            ("POST", "/v1/environments", self._create_environment),
+            ("GET", "/v1/environments", self._list_environments),
+            ("GET", f"/v1/environments/{ID}", self._get_environment),
+            ("POST", f"/v1/environments/{ID}", self._update_environment),
+            ("POST", f"/v1/environments/{ID}/archive", self._archive_environment),
+            ("DELETE", f"/v1/environments/{ID}", self._delete_environment),
+        ]
+
+    def new_environment(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an environment from a create body; the state's lock is held."""
+        name = _required_name(body)
+        _check_name_free(self._unique_names, self._state.environments, "environment", name)
+        now = utc_timestamp()
+        environment = {
+            "id": _new_id("env"),
+            "type": "environment",
+            "name": name,
+            "description": _optional_string(body, "description") or "",
+            "config": resolved_environment_config(body.get("config")),
+            "metadata": _merged_metadata({}, body.get("metadata") or {}, empty_deletes=True),
+            "scope": _scope(body.get("scope")),
+            "created_at": now,
+            "updated_at": now,
+            "archived_at": None,
+        }
+        self._state.environments[environment["id"]] = environment
+        return environment
+
+    def environment(self, environment_id: str) -> dict[str, Any]:
+        """An environment; a 404 for an unknown one."""
+        environment = self._state.environments.get(environment_id)
+        if environment is None:
+            raise _not_found("environment", environment_id)
+        return environment
+
+    def _create_environment(self, exchange: Exchange) -> dict[str, Any]:
+        body = _json_object(exchange.request)
+        _reject_unknown(body, _ENVIRONMENT_FIELDS)
+        with self._state.condition:
+            return copy.deepcopy(self.new_environment(body))
+
+    def _get_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
+        with self._state.condition:
+            return copy.deepcopy(self.environment(environment_id))
+
+    def _update_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
+        body = _json_object(exchange.request)
+        _reject_unknown(body, _ENVIRONMENT_FIELDS)
+        with self._state.condition:
+            environment = self.environment(environment_id)
+            if environment["archived_at"]:
+                raise _invalid("an archived environment cannot be updated")
+            updated = copy.deepcopy(environment)
+            for key, value in body.items():
+                if key == "name":
+                    if value is None:
+                        continue  # null keeps the name
+                    updated["name"] = _required_name(body)
+                    _check_name_free(
+                        self._unique_names,
+                        self._state.environments,
+                        "environment",
+                        updated["name"],
+                        environment_id,
+                    )
+                elif key == "config":
+                    if value is not None:
+                        updated["config"] = resolved_environment_config(value)
+                elif key == "metadata":
+                    updated["metadata"] = _merged_metadata(
+                        environment["metadata"], value or {}, empty_deletes=True
+                    )
+                elif key == "scope":
+                    updated["scope"] = _scope(value)
+                else:
+                    updated[key] = _optional_string(body, key) or ""
+            if updated != environment:
+                updated["updated_at"] = utc_timestamp()
+                self._state.environments[environment_id] = updated
+            return copy.deepcopy(updated)
+
+    def _list_environments(self, exchange: Exchange) -> dict[str, Any]:
+        request = exchange.request
+        archived = _flag(request, "include_archived")
+        with self._state.condition:
+            environments = [
+                e for e in self._state.environments.values() if archived or not e["archived_at"]
+            ]
+            return self._state.page(
+                request,
+                environments,
+                scope=f"environments:{archived}",
+                max_limit=_MAX_RESOURCE_PAGE,
+            )
+
+    def _archive_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
+        _json_object(exchange.request, optional=True)
+        with self._state.condition:
+            environment = self.environment(environment_id)
+            _archive(environment)
+            return copy.deepcopy(environment)
+
+    def _delete_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
+        with self._state.condition:
+            self.environment(environment_id)
+            if any(
+                not s.deleted and s.record["environment_id"] == environment_id
+                for s in self._state.sessions.values()
+            ):
+                raise _invalid("the environment is used by sessions; delete them first")
+            del self._state.environments[environment_id]
+        return {"id": environment_id, "type": "environment_deleted"}

@@ -1,0 +1,145 @@
+"""What both emulators offer a test alike, whatever API they serve.
+
+Every request recorded; waiting for a condition; the streaming responses, open or over; the
+request faults (an HTTP error, a reset connection, a hook called first) and how many of
+their shots are left; closing, which is idempotent, ends open streams and joins every thread
+the emulator started.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from req_managed_agents.testing.server._faults import RequestFault
+
+if TYPE_CHECKING:
+    from typing import Callable
+
+    from req_managed_agents.testing.server._faults import _RequestFilter
+    from req_managed_agents.testing.server._records import RecordedRequest, StreamConnection
+    from req_managed_agents.testing.server._server import LoopbackServer
+
+_Emulator = TypeVar("_Emulator", bound="LoopbackEmulator")
+
+
+class LoopbackEmulator:
+    """Base of the emulators: the test-facing side of the :class:`LoopbackServer` that
+    serves the emulator's API, whose ``base_url`` it shows."""
+
+    def __init__(self, server: LoopbackServer) -> None:
+        self._server = server
+        self.base_url = server.base_url
+
+    def __repr__(self) -> str:
+        state = " closed" if self._server.lifecycle.stopping else ""
+        return f"<{type(self).__name__} {self.base_url}{state}>"
+
+    def __enter__(self: _Emulator) -> _Emulator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- observation ---------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a snapshot)."""
+        return self._server.requests
+
+    def wait_until(self, predicate: Callable[[], object], timeout: float = 5.0) -> bool:
+        """Wait until ``predicate()`` is true; False if ``timeout`` seconds pass first.
+
+        Rechecked on every change inside the emulator and at least every 50 ms. The predicate
+        runs without the emulator's lock held, so it may call any method of the emulator.
+        """
+        return self._server.lifecycle.wait_until(predicate, timeout)
+
+    def stream_connections(self, scope: str | None = None) -> list[StreamConnection]:
+        """Snapshots of the streaming responses of one scope (a session id), or of all."""
+        return self._server.streams.connections(scope)
+
+    def open_stream_count(self, scope: str | None = None) -> int:
+        """How many streaming responses of that scope (or of all) are still open."""
+        return sum(c.closed_at is None for c in self._server.streams.connections(scope))
+
+    # --- faults --------------------------------------------------------------------------
+
+    def fail_requests(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        *,
+        times: int = 1,
+        retry_after: float | str | None = None,
+        error_type: str | None = None,
+        where: _RequestFilter | None = None,
+    ) -> None:
+        """Answer the next ``times`` matching requests with an HTTP error instead.
+
+        ``method`` is an HTTP method or ``"*"``; ``path_regex`` must match the whole path
+        (query excluded). ``where(request)``, when given, must be true as well: it tells
+        apart requests to one path by their :class:`RecordedRequest` body, say; it runs with
+        the emulator's lock held, so it must neither block nor call the emulator.
+        ``retry_after`` adds a ``retry-after`` header; ``error_type`` overrides the error
+        type the status implies. Rules apply in the order added.
+        """
+        if isinstance(retry_after, (int, float)):
+            retry_after = f"{retry_after:g}"
+        fault = RequestFault(status, error_type, retry_after)
+        self._server.faults.add_failure(method, path_regex, fault, times, where)
+
+    def reset_requests(
+        self,
+        method: str,
+        path_regex: str,
+        *,
+        after_acting: bool,
+        times: int = 1,
+        where: _RequestFilter | None = None,
+    ) -> None:
+        """Reset the connections of the next ``times`` matching requests (see
+        :meth:`fail_requests` for the matching): the client sees the connection close
+        without a single byte of response.
+
+        ``after_acting=False``: before the request is handled, so the server did nothing
+        (it is still recorded in ``requests``). ``after_acting=True``: the request is handled
+        in full first (state changes, logged events, assigned ids, other faults and hooks),
+        then its answer is swallowed, so the client cannot tell whether it landed. A
+        streaming response is attached but reset before its head goes out: its stream
+        counts as opened and ends ``"reset"``, and nothing is produced for it.
+        """
+        self._server.faults.add_reset(method, path_regex, after_acting, times, where)
+
+    def before_requests(
+        self,
+        method: str,
+        path_regex: str,
+        hook: Callable[[], object],
+        *,
+        times: int = 1,
+        where: _RequestFilter | None = None,
+    ) -> None:
+        """Call ``hook()`` just before handling the next ``times`` matching requests (see
+        :meth:`fail_requests` for the matching).
+
+        For races that are hard to time from outside: another client creating the same
+        resource between our client's lookup and its create, say. The hook runs without the
+        emulator's lock held, so it may inject faults.
+        """
+        self._server.faults.add_hook(method, path_regex, hook, times, where)
+
+    def pending_faults(self) -> int:
+        """How many shots of the injected faults have not fired yet (hooks excluded), so a
+        test can check that the fault it set up was met."""
+        return self._server.faults.pending()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop serving, cut every open connection and join the threads (bounded wait).
+
+        Safe to call more than once and from any thread.
+        """
+        self._server.close()

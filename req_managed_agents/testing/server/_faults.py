@@ -1,0 +1,228 @@
+"""Fault rules: what to do to the next requests, or stream events, that match.
+
+A request rule fails matching requests with an HTTP error, resets their connections (before
+or after acting on them) or calls a hook first; a stream rule drops, stalls, corrupts or
+duplicates the event at a position of a stream's scope (an event may be previewed by frames
+that go out ahead of it, and a drop may cut the connection in the middle of them). Rules
+apply in the order added, each for a number of shots; :class:`FaultRules` holds the shots not
+fired yet, under the emulator's lock.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import threading
+    from typing import Callable
+
+    from req_managed_agents.testing.server._records import RecordedRequest
+
+    # Whether a request is one a rule is meant for (see ``fail_requests(where=...)``).
+    _RequestFilter = Callable[[RecordedRequest], object]
+
+
+@dataclass(frozen=True)
+class RequestFault:
+    """An HTTP error to answer instead of the normal response (see ``fail_requests``)."""
+
+    status: int
+    error_type: str | None = None
+    retry_after: str | None = None
+    message: str = "injected failure"
+
+
+_Action = TypeVar("_Action")
+
+
+class _RequestRule(Generic[_Action]):
+    """What to do to the next ``times`` requests that match: an error, a hook or a reset."""
+
+    def __init__(
+        self,
+        method: str,
+        path_regex: str,
+        where: _RequestFilter | None,
+        times: int,
+        action: _Action,
+    ) -> None:
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        self.method = method.upper()
+        self.path = re.compile(path_regex)
+        self.where = where
+        self.remaining = times
+        self.action = action
+
+    def matches(self, request: RecordedRequest) -> bool:
+        return (
+            self.method in ("*", request.method)
+            and self.path.fullmatch(request.path) is not None
+            and (self.where is None or bool(self.where(request)))
+        )
+
+
+class _StreamFaultRule:
+    def __init__(
+        self, scope: str | None, position: int, times: int, seconds: float, previews: int
+    ) -> None:
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        if previews < 0:
+            raise ValueError("the number of preview frames must not be negative")
+        self.scope = scope
+        self.position = position
+        self.remaining = times
+        self.seconds = seconds
+        self.previews = previews
+
+    def matches(self, scope: str, position: int) -> bool:
+        return self.position == position and self.scope in (None, scope)
+
+
+# Stream fault kinds, in the order they are looked up: an event meets one fault at most.
+_STREAM_FAULT_KINDS = ("stall", "drop", "corrupt", "duplicate")
+
+_Rule = TypeVar("_Rule", "_RequestRule[Any]", _StreamFaultRule)
+
+
+def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
+    """Use up one shot of the first rule matching ``key``; return it, or None."""
+    for rule in rules:
+        if rule.matches(*key):
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                rules.remove(rule)
+            return rule
+    return None
+
+
+@dataclass(frozen=True)
+class RequestActions:
+    """What the rules do to one request: ``acting`` False resets it before it is handled;
+    a ``swallowed`` one is handled, then reset; ``fault`` answers it instead of the API,
+    after ``hook`` runs."""
+
+    acting: bool
+    swallowed: bool
+    fault: RequestFault | None
+    hook: Callable[[], object] | None
+
+
+@dataclass(frozen=True)
+class StreamFault:
+    """What happens to one event on one connection; ``kind`` None: it goes out as it is."""
+
+    kind: str | None
+    seconds: float
+    duplicate_all: bool
+    previews: int = 0  # the preview frames a drop lets out first
+
+
+class FaultRules:
+    """The fault rules of one emulator that still have shots to fire, in the order added.
+
+    ``condition`` is the emulator's lock, which guards them.
+    """
+
+    def __init__(self, condition: threading.Condition) -> None:
+        self._condition = condition
+        self._failures: list[_RequestRule[RequestFault]] = []
+        self._hooks: list[_RequestRule[Callable[[], object]]] = []
+        self._resets: list[_RequestRule[bool]] = []  # the action: whether it acts first
+        self._stream_faults: dict[str, list[_StreamFaultRule]] = {
+            kind: [] for kind in _STREAM_FAULT_KINDS
+        }
+        self._duplicate_events = False
+
+    def add_failure(
+        self,
+        method: str,
+        path_regex: str,
+        fault: RequestFault,
+        times: int,
+        where: _RequestFilter | None,
+    ) -> None:
+        """Answer matching requests with ``fault`` (see ``fail_requests``)."""
+        rule = _RequestRule(method, path_regex, where, times, fault)
+        with self._condition:
+            self._failures.append(rule)
+
+    def add_reset(
+        self,
+        method: str,
+        path_regex: str,
+        after_acting: bool,
+        times: int,
+        where: _RequestFilter | None,
+    ) -> None:
+        """Reset matching requests' connections (see ``reset_requests``)."""
+        rule = _RequestRule(method, path_regex, where, times, after_acting)
+        with self._condition:
+            self._resets.append(rule)
+
+    def add_hook(
+        self,
+        method: str,
+        path_regex: str,
+        hook: Callable[[], object],
+        times: int,
+        where: _RequestFilter | None,
+    ) -> None:
+        """Call ``hook`` before matching requests (see ``before_requests``)."""
+        rule = _RequestRule(method, path_regex, where, times, hook)
+        with self._condition:
+            self._hooks.append(rule)
+
+    def add_stream_fault(
+        self,
+        kind: str,
+        scope: str | None,
+        position: int,
+        times: int,
+        seconds: float = 0.0,
+        previews: int = 0,
+    ) -> None:
+        """Meet the event at ``position`` of a stream of ``scope`` (None: any) with a fault."""
+        rule = _StreamFaultRule(scope, position, times, seconds, previews)
+        with self._condition:
+            self._stream_faults[kind].append(rule)
+
+    def set_duplicate_events(self, enabled: bool) -> None:
+        """Whether every event goes out twice on every stream."""
+        with self._condition:
+            self._duplicate_events = enabled
+
+    def take_request_actions(self, request: RecordedRequest) -> RequestActions:
+        """Use up the shots that meet a request: a reset's first, then (unless the reset
+        comes before acting) a failure's and a hook's."""
+        with self._condition:
+            reset = _take(self._resets, request)
+            acting = reset is None or reset.action
+            rule = _take(self._failures, request) if acting else None
+            hook = _take(self._hooks, request) if acting else None
+        return RequestActions(
+            acting=acting,
+            swallowed=reset is not None,
+            fault=None if rule is None else rule.action,
+            hook=None if hook is None else hook.action,
+        )
+
+    def take_stream_fault(self, scope: str, position: int) -> StreamFault:
+        """Use up the shot of the first fault that meets this event (stalls first)."""
+        with self._condition:
+            for kind in _STREAM_FAULT_KINDS:
+                rule = _take(self._stream_faults[kind], scope, position)
+                if rule is not None:
+                    return StreamFault(kind, rule.seconds, self._duplicate_events, rule.previews)
+            return StreamFault(None, 0.0, self._duplicate_events)
+
+    def pending(self) -> int:
+        """How many shots have not fired yet, hooks excluded."""
+        with self._condition:
+            rules: list[_RequestRule[Any] | _StreamFaultRule] = [*self._failures, *self._resets]
+            for kind_rules in self._stream_faults.values():
+                rules.extend(kind_rules)
+            return sum(rule.remaining for rule in rules)
