@@ -9,6 +9,10 @@ one that Python's parser would take but JSON does not allow (``NaN``, ``Infinity
 too large for a float) or one nesting too deeply to parse. Every failure of the file system
 (an unwritable folder, a full disk, a parent that is a file) is a :class:`ProvisioningError`
 naming the store and the operating system's reason.
+
+Its records (:class:`~req_managed_agents.stores.RecordStore`) are not in the file: each is a
+file of its own in the folder ``<path>.records/``, claimed without the store's lock (see
+``stores/_file_records.py``), so a tool-ledger claim costs the same however many there are.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 
 from req_managed_agents.errors import ProvisioningError
 from req_managed_agents.stores._base import LOCK_TIMEOUT, json_copy, strict_json
+from req_managed_agents.stores._file_records import FileRecords
 from req_managed_agents.stores._fs import (
     discard,
     fsync_directory,
@@ -31,16 +36,21 @@ from req_managed_agents.stores._fs import (
     os_reason,
     unlock_file,
 )
+from req_managed_agents.stores._records import DelegatedRecords
 
 __all__ = ["FileStore"]
 
 
-class FileStore:
-    """A JSON file shared safely by threads and processes on one machine."""
+class FileStore(DelegatedRecords):
+    """A JSON file shared safely by threads and processes on one machine; its records live
+    beside it, one file each, in ``<path>.records/``."""
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        self._records = FileRecords(
+            self.path.with_name(self.path.name + ".records"), lock_timeout=lock_timeout
+        )
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
