@@ -15,22 +15,22 @@ processes exactly one creates the record, without any lock, and a reader sees th
 or none. Everything that changes an existing record file - replacing an expired one,
 ``replace_record``, ``delete_record``, removing an expired one found by ``get_record`` - does
 so under the group's lock: re-read, compare, then ``os.replace`` a whole temporary file, or
-unlink. ``delete_records`` renames the group folder away under the group's lock and then
-removes it; a call that finds its folder renamed under it starts over (an add) or finds no
-record (the others). Nothing here takes the store-wide lock, lists a folder (but the deleted
-group's) or opens another group's files. The folder's file system must support hard links.
-A crash can leave a temporary file in a group folder or a ``.deleted-*`` folder beside the
-groups; both are safe to remove.
+unlink. ``delete_records`` unlinks the group's files under its lock, then the lock file, and
+removes the folder: a removed folder takes no new entry, so an add racing with it either
+lands before (and is deleted and counted) or fails to link and starts over in a new folder -
+the folder is never renamed, as an add may already be inside it. Nothing here takes the
+store-wide lock, lists a folder (but the deleted group's) or opens another group's files. The
+folder's file system must support hard links. A crash can leave a temporary file in a group
+folder; it is removed with its group.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
-import secrets
-import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -58,7 +58,7 @@ from req_managed_agents.transport._backoff import RetryPolicy
 
 __all__ = ["RECORD_LOCK_POLL", "FileRecords"]
 
-# A group lock is held for one re-read and one rename: ask again after 1 ms, doubling to 20 ms.
+# A group lock is held for one re-read and one replace: ask again after 1 ms, doubling to 20 ms.
 RECORD_LOCK_POLL = RetryPolicy.poll(0.02, first=0.001)
 # How often one add starts over because its group was deleted meanwhile, before giving up.
 _ADD_ATTEMPTS = 50
@@ -121,20 +121,17 @@ class FileRecords:
         group, body = record_group(key), _body(record_text(value), check_ttl(ttl))
         old = expected_text(expected)
         folder, path = self._paths(group, key)
-        with self._failing("replace", key, path):
+        with self._failing("replace", key, path), self._group_lock(folder) as current:
+            if not current or not self._holds(key, folder, path, old):
+                return False
+            temp = self._write_temp(folder, body)  # under the lock: no deletion takes it
             try:
-                temp = self._write_temp(folder, body)
-            except FileNotFoundError:
-                return False  # no group folder, so no record
-            try:
-                with self._group_lock(folder) as current:
-                    if not current or not self._holds(key, folder, path, old):
-                        return False
-                    os.replace(temp, path)
-                    fsync_directory(folder)
-                    return True
-            finally:
+                os.replace(temp, path)
+            except BaseException:
                 discard(temp)
+                raise
+            fsync_directory(folder)
+            return True
 
     def delete_record(self, key: str, expected: Any) -> bool:
         """Delete the live record only if its value equals ``expected``; True when deleted."""
@@ -149,14 +146,23 @@ class FileRecords:
     def delete_records(self, group: str) -> int:
         """Delete every record of ``group`` (which ends with ``:``); how many were live."""
         folder = self._folder(check_group(group))
-        doomed = self.records_folder / f".deleted-{secrets.token_hex(8)}"
+        live = 0
         try:
             with self._group_lock(folder) as current:
                 if not current:
                     return 0
-                os.rename(folder, doomed)
-            live = sum(self._counts(path) for path in doomed.glob("*.json"))
-            shutil.rmtree(doomed)
+                for name in os.listdir(folder):
+                    if name.endswith(".json"):
+                        live += self._counts(folder / name)
+                    if name != ".lock":  # an add whose temp goes starts over: harmless
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(folder / name)
+                os.unlink(folder / ".lock")
+                try:
+                    os.rmdir(folder)
+                except OSError as exc:  # a record added meanwhile keeps the folder
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
         except OSError as exc:
             raise ProvisioningError(
                 f"cannot delete the records of the group {group!r} ({folder}): {os_reason(exc)}"
@@ -168,13 +174,16 @@ class FileRecords:
     def _try_to_add(
         self, key: str, group: str, folder: Path, path: Path, body: bytes
     ) -> bool | None:
-        """True or False as ``add_record`` answers; None to start over (the group folder was
-        missing, or deleted under this call)."""
+        """True or False as ``add_record`` answers; None to start over (the group was deleted
+        under this call)."""
         try:
             temp = self._write_temp(folder, body)
         except FileNotFoundError:
             self._make_group(folder, group)
-            return None
+            try:
+                temp = self._write_temp(folder, body)
+            except FileNotFoundError:
+                return None  # deleted again at once
         try:
             if self._link(folder, temp, path):
                 return True
@@ -193,7 +202,7 @@ class FileRecords:
                 fsync_directory(folder)
                 return True
         except FileNotFoundError:
-            return None  # the folder was renamed away between writing the temp and linking
+            return None  # delete_records removed the temp or the folder before the link
         finally:
             discard(temp)
 
@@ -269,20 +278,21 @@ class FileRecords:
         fsync_directory(folder)
 
     def _make_group(self, folder: Path, group: str) -> None:
-        """Create the group folder (and the records folder), naming the group inside."""
+        """Create the group folder (and the records folder), naming the group inside. The
+        name is only for people: lost to a deletion racing with this, nothing needs it."""
         self.records_folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             folder.mkdir(mode=0o700)
-        except FileExistsError:
-            return
-        name = os.open(folder / ".group", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            name = os.open(folder / ".group", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except (FileExistsError, FileNotFoundError):
+            return  # made by another caller, or deleted again at once
         with os.fdopen(name, "w", encoding="utf-8") as named:
             named.write(json.dumps(group))
 
     @contextlib.contextmanager
     def _group_lock(self, folder: Path) -> Iterator[bool]:
         """Hold the group's lock. Yields False, holding nothing that matters, when the group
-        folder is missing or was renamed away (by ``delete_records``) before the lock was had."""
+        folder is missing or ``delete_records`` removed it before the lock was had."""
         lock_path = folder / ".lock"
         try:
             handle = open(lock_path, "a+b", opener=_private)  # noqa: SIM115 - held below

@@ -281,8 +281,9 @@ def test_a_group_lock_held_elsewhere_times_out_naming_it(tmp_path: Path) -> None
 
 
 def test_deleting_a_group_while_threads_add_to_it_loses_nothing(tmp_path: Path) -> None:
-    """Adds racing with ``delete_records`` renaming the folder away: every add succeeds once,
-    and each record is either counted by one deletion or still there at the end."""
+    """Adds racing with ``delete_records`` emptying and removing the folder: every add
+    succeeds once, and each record is either counted by one deletion or still there at the
+    end (never lost inside a folder being removed)."""
     store = FileStore(tmp_path / "store.json")
     stop = threading.Event()
     deleted: list[int] = []
@@ -305,19 +306,34 @@ def test_deleting_a_group_while_threads_add_to_it_loses_nothing(tmp_path: Path) 
         except BaseException as exc:
             errors.append(exc)
 
-    deleter = threading.Thread(target=delete)
+    swaps = {"created": 0, "deleted one by one": 0}
+
+    def replace() -> None:  # records changed under the deletions: counted, never an error
+        try:
+            while not stop.is_set():
+                for i in range(5):
+                    swaps["created"] += store.add_record(f"g:swap-{i}", "a")
+                    store.replace_record(f"g:swap-{i}", "a", "b")
+                    swaps["deleted one by one"] += store.delete_record(f"g:swap-{i}", "b")
+        except BaseException as exc:
+            errors.append(exc)
+
+    others = [threading.Thread(target=delete), threading.Thread(target=replace)]
     adders = [threading.Thread(target=add, args=(w,)) for w in range(4)]
-    deleter.start()
-    for thread in adders:
+    for thread in [*others, *adders]:
         thread.start()
     for thread in adders:
         thread.join(timeout=120)
     stop.set()
-    deleter.join(timeout=60)
+    for thread in others:
+        thread.join(timeout=60)
     assert errors == []
     keys = [key for keys in added for key in keys]
-    remaining = sum(store.get_record(key) is not None for key in keys)
-    assert sum(deleted) + remaining == len(keys) == 600
+    assert len(keys) == 600
+    swapped = [f"g:swap-{i}" for i in range(5)]
+    remaining = sum(store.get_record(key) is not None for key in [*keys, *swapped])
+    created = len(keys) + swaps["created"]
+    assert sum(deleted) == created - swaps["deleted one by one"] - remaining
     assert sum(deleted) > 0
-    leftovers = [p.name for p in (tmp_path / "store.json.records").iterdir()]
-    assert all(not name.startswith(".deleted-") for name in leftovers)
+    assert store.delete_records("g:") == remaining
+    assert list((tmp_path / "store.json.records").iterdir()) == [], "the folder goes too"
