@@ -11,6 +11,7 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,23 @@ import pytest
 
 from req_managed_agents.errors import ProvisioningError
 from req_managed_agents.stores import FileStore
+from req_managed_agents.stores._file_records import FileRecords
 
 POSIX_MODES = pytest.mark.skipif(sys.platform == "win32", reason="Windows has no such mode bits")
 
 
+def file_records(store: FileStore) -> FileRecords:
+    records = store._records
+    assert isinstance(records, FileRecords)
+    return records
+
+
 def group_folder(store: FileStore, group: str) -> Path:
-    return store._records._folder(group)
+    return file_records(store)._folder(group)
 
 
 def record_file(store: FileStore, key: str) -> Path:
-    return store._records._paths(key[: key.rfind(":") + 1], key)[1]
+    return file_records(store)._paths(key[: key.rfind(":") + 1], key)[1]
 
 
 def snapshot(root: Path) -> dict[Path, tuple[int, int, int]]:
@@ -159,7 +167,7 @@ def test_a_corrupt_record_file_is_an_error_naming_it_and_is_kept(
     path = record_file(store, "ledger:s1:c1")
     path.write_bytes(content)
     time.sleep(0.1)
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "get": lambda: store.get_record("ledger:s1:c1"),
         "add": lambda: store.add_record("ledger:s1:c1", "w"),
         "replace": lambda: store.replace_record("ledger:s1:c1", "v", "w"),
@@ -189,7 +197,7 @@ def test_a_corrupt_record_is_deleted_with_its_group_and_counted(tmp_path: Path) 
 def test_a_parent_that_is_a_file_is_a_provisioning_error(tmp_path: Path, operation: str) -> None:
     (tmp_path / "file").write_text("not a folder")
     store = FileStore(tmp_path / "file" / "store.json")
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "add": lambda: store.add_record("k:1", "v"),
         "get": lambda: store.get_record("k:1"),
         "replace": lambda: store.replace_record("k:1", "v", "w"),

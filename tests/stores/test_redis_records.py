@@ -5,7 +5,7 @@ corrupt records, large groups, and a server that is down."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -158,7 +158,7 @@ def test_a_server_that_is_down_is_a_provisioning_error(lone_redis_server: RedisS
     store = RedisStore(lone_redis_server.url, prefix="p:")
     store.add_record("k:1", "v")
     lone_redis_server.stop()
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "add": lambda: store.add_record("k:2", "v"),
         "get": lambda: store.get_record("k:1"),
         "replace": lambda: store.replace_record("k:1", "v", "w"),
