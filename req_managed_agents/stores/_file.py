@@ -9,6 +9,10 @@ one that Python's parser would take but JSON does not allow (``NaN``, ``Infinity
 too large for a float) or one nesting too deeply to parse. Every failure of the file system
 (an unwritable folder, a full disk, a parent that is a file) is a :class:`ProvisioningError`
 naming the store and the operating system's reason.
+
+Its records (:class:`~req_managed_agents.stores.RecordStore`) are not in the file: each is a
+file of its own in the folder ``<path>.records/``, claimed without the store's lock (see
+``stores/_file_records.py``), so a tool-ledger claim costs the same however many there are.
 """
 
 from __future__ import annotations
@@ -16,32 +20,37 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from req_managed_agents.errors import ProvisioningError
 from req_managed_agents.stores._base import LOCK_TIMEOUT, json_copy, strict_json
-from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.stores._file_records import FileRecords
+from req_managed_agents.stores._fs import (
+    discard,
+    fsync_directory,
+    lock_file,
+    os_reason,
+    unlock_file,
+)
+from req_managed_agents.stores._records import DelegatedRecords
 
 __all__ = ["FileStore"]
 
 
-def _reason(exc: OSError) -> str:
-    """The operating system's words for a failure (``Permission denied``), else the error."""
-    return exc.strerror or str(exc)
-
-
-class FileStore:
-    """A JSON file shared safely by threads and processes on one machine."""
+class FileStore(DelegatedRecords):
+    """A JSON file shared safely by threads and processes on one machine; its records live
+    beside it, one file each, in ``<path>.records/``."""
 
     def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = LOCK_TIMEOUT) -> None:
         self.path = Path(path)
         self.lock_timeout = lock_timeout
+        self._records = FileRecords(
+            self.path.with_name(self.path.name + ".records"), lock_timeout=lock_timeout
+        )
         self._lock_path = self.path.with_name(self.path.name + ".lock")
         self._thread_lock = threading.RLock()
         self._depth = 0
@@ -62,7 +71,7 @@ class FileStore:
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    _unlock_file(self._lock_file)
+                    unlock_file(self._lock_file)
                     self._lock_file.close()
                     self._lock_file = None
 
@@ -76,21 +85,21 @@ class FileStore:
             ) from None
         except OSError as exc:
             raise ProvisioningError(
-                f"cannot create the folder of the store {self.path}: {_reason(exc)}"
+                f"cannot create the folder of the store {self.path}: {os_reason(exc)}"
             ) from exc
         try:
             handle = open(self._lock_path, "a+b")  # noqa: SIM115 - held across the block
         except OSError as exc:
             raise ProvisioningError(
                 f"cannot open the lock file {self._lock_path} of the store {self.path}: "
-                f"{_reason(exc)}"
+                f"{os_reason(exc)}"
             ) from exc
         try:
-            _lock_file(handle, self.lock_timeout)
+            lock_file(handle, self.lock_timeout)
         except OSError as exc:
             handle.close()
             raise ProvisioningError(
-                f"cannot lock the store {self.path} ({self._lock_path}): {_reason(exc)}"
+                f"cannot lock the store {self.path} ({self._lock_path}): {os_reason(exc)}"
             ) from exc
         except BaseException:
             handle.close()
@@ -109,7 +118,7 @@ class FileStore:
         except FileNotFoundError:
             return {}
         except OSError as exc:
-            raise ProvisioningError(f"cannot read the store {self.path}: {_reason(exc)}") from exc
+            raise ProvisioningError(f"cannot read the store {self.path}: {os_reason(exc)}") from exc
         try:
             data = strict_json(raw.decode("utf-8"))
         except RecursionError:
@@ -141,7 +150,9 @@ class FileStore:
                 prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
             )
         except OSError as exc:
-            raise ProvisioningError(f"cannot write the store {self.path}: {_reason(exc)}") from exc
+            raise ProvisioningError(
+                f"cannot write the store {self.path}: {os_reason(exc)}"
+            ) from exc
         try:
             with os.fdopen(descriptor, "wb") as temp:
                 os.chmod(temp_name, 0o600)
@@ -150,12 +161,14 @@ class FileStore:
                 os.fsync(temp.fileno())
             os.replace(temp_name, self.path)
         except OSError as exc:
-            _discard(temp_name)
-            raise ProvisioningError(f"cannot write the store {self.path}: {_reason(exc)}") from exc
+            discard(temp_name)
+            raise ProvisioningError(
+                f"cannot write the store {self.path}: {os_reason(exc)}"
+            ) from exc
         except BaseException:
-            _discard(temp_name)
+            discard(temp_name)
             raise
-        _fsync_directory(self.path.parent)
+        fsync_directory(self.path.parent)
 
     def get(self, key: str) -> Any:
         """The value under ``key``, or None."""
@@ -186,57 +199,3 @@ class FileStore:
             kept = {k: v for k, v in data.items() if v != normalised}
             if len(kept) != len(data):
                 self._write(kept)
-
-
-def _discard(temp_name: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(temp_name)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable (a no-op where folders cannot be opened)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
-
-
-# Another process holding the file lock is asked again every 20 ms.
-LOCK_POLL = RetryPolicy.poll(0.02)
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _lock_file(handle: Any, timeout: float) -> None:
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # retries for 10 s, then raises
-
-    def _unlock_file(handle: Any) -> None:
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _lock_file(handle: Any, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ProvisioningError(
-                        f"the store lock {handle.name} is held by another process "
-                        f"for more than {timeout:g} s"
-                    ) from None
-                time.sleep(LOCK_POLL.delay(0))
-
-    def _unlock_file(handle: Any) -> None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

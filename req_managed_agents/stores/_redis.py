@@ -4,14 +4,17 @@ redis-py is an optional dependency (the ``[redis]`` extra), imported when the fi
 ``RedisStore`` is made, never at package import.
 
 Layout: a store key ``k`` lives at ``<prefix>key:k`` as JSON text, and the lock at
-``<prefix>lock``, so stores with different prefixes on one server never see each other (even
-nested ones like ``a:`` and ``a:b:``; only a prefix beginning with another's ``<prefix>key:``
-would clash). Values get the same normalisation and refusals as the other stores, before
-anything is sent. ``delete_value`` walks the prefix with
-``SCAN`` (never ``KEYS``, which blocks the server) and deletes in batches.
+``<prefix>lock``; records (never under the lock) at ``<prefix>rec:`` and ``<prefix>recs:``
+(see ``stores/_redis_records.py``). Stores with different prefixes on one server never see
+each other (even nested ones like ``a:`` and ``a:b:``; only a prefix beginning with another's
+``<prefix>key:``, ``<prefix>rec:`` or ``<prefix>recs:`` would clash). Values get the same
+normalisation and refusals as the other stores, before anything is sent. ``delete_value``
+walks ``<prefix>key:`` with ``SCAN`` (never ``KEYS``, which blocks the server) and deletes in
+batches.
 
-The lock (``lock()``, also taken by every write) is re-entrant in a thread, exclusive among
-the threads of a process and, through the lock key, among processes and machines:
+The lock (``lock()``, also taken by every write of a store key) is re-entrant in a thread,
+exclusive among the threads of a process and, through the lock key, among processes and
+machines:
 
 * acquiring is ``SET <prefix>lock <token> NX PX <lock_ttl>``, with a token unique to this
   holding; a waiter polls (not first come, first served) and gives up after ``lock_timeout``
@@ -59,6 +62,8 @@ from req_managed_agents.errors import (
     ProvisioningError,
 )
 from req_managed_agents.stores._base import LOCK_TIMEOUT, json_copy, strict_json
+from req_managed_agents.stores._records import DelegatedRecords
+from req_managed_agents.stores._redis_records import RedisRecords
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import get_logger, redact, register_secret
 
@@ -119,7 +124,7 @@ class _Lease:
         self.lost = threading.Event()
 
 
-class RedisStore:
+class RedisStore(DelegatedRecords):
     """A store on a Redis server, shared safely by threads, processes and machines.
 
     ``url_or_client`` is a ``redis://``, ``rediss://`` or ``unix://`` URL (timeouts and a
@@ -168,6 +173,9 @@ class RedisStore:
         self._del: Script = client.register_script(_FENCED_DEL)
         self._thread_lock = threading.RLock()
         self._lease: _Lease | None = None
+        self._records = RedisRecords(
+            client, server=self.server, prefix=prefix, talking=self._talking
+        )
 
     def __repr__(self) -> str:
         return f"RedisStore({self.server!r}, prefix={self.prefix!r})"
