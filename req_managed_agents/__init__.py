@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 # Imported for its effect: it registers the notebook renderers the value types call.
 from req_managed_agents.display import _notebook  # noqa: F401
 from req_managed_agents.errors import (
+    AmbiguousRunError,
     APIError,
     ArtifactError,
     ArtifactNotFoundError,
@@ -35,6 +36,7 @@ from req_managed_agents.errors import (
     HarnessUnknownStatusError,
     IdleTimeoutError,
     InvalidArtifactNameError,
+    InvocationOutcomeUnknownError,
     ManagedAgentsError,
     MissingDependencyError,
     NotFoundError,
@@ -135,6 +137,7 @@ __all__ = [
     "APIError",
     "AgentSpec",
     "Allow",
+    "AmbiguousRunError",
     "Artifact",
     "ArtifactError",
     "ArtifactNotFoundError",
@@ -171,6 +174,7 @@ __all__ = [
     "IdleTimeoutError",
     "Image",
     "InvalidArtifactNameError",
+    "InvocationOutcomeUnknownError",
     "ManagedAgentsError",
     "MemoryStore",
     "MessageDone",

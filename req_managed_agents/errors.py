@@ -18,11 +18,13 @@
     │   ├── EventTooLargeError (ValueError)   an SSE line or event over the decoder's limit
     │   ├── StreamReconnectError              the reconnect budget ran out
     │   ├── ProviderStreamError               the provider sent an error frame in the stream
+    │   ├── InvocationOutcomeUnknownError     an AgentCore turn broke; it may have happened
     │   └── IdleTimeoutError (TimeoutError)   no bytes arrived within ``idle_timeout``
     ├── SessionError                          the session loop cannot go on
     │   ├── SessionTimeoutError (TimeoutError)      ``run(timeout=...)`` expired
     │   ├── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
-    │   └── UnfinishedToolCallError           a tool call started earlier never finished
+    │   ├── UnfinishedToolCallError           a tool call started earlier never finished
+    │   └── AmbiguousRunError                 a keyed run cannot tell whether its input landed
     ├── ArtifactError                         a session artifact operation failed
     │   ├── ArtifactNotFoundError (KeyError)  no artifact of that name
     │   ├── InvalidArtifactNameError (ValueError)  a name that is unsafe or unusable
@@ -174,7 +176,15 @@ class ServerError(APIError):
 
 
 class TransportError(ManagedAgentsError):
-    """No usable HTTP response: connection refused or reset, DNS failure, read timeout."""
+    """No usable HTTP response: connection refused or reset, DNS failure, read timeout.
+
+    ``not_sent`` is ``True`` when the failure proves the request never reached the server
+    (the connection was never made), so sending it again cannot do anything twice.
+    """
+
+    def __init__(self, message: str = "", *, not_sent: bool = False) -> None:
+        super().__init__(message)
+        self.not_sent = not_sent
 
 
 class StreamError(ManagedAgentsError):
@@ -220,6 +230,12 @@ class ProviderStreamError(StreamError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class InvocationOutcomeUnknownError(StreamError):
+    """An AgentCore invocation broke after it was sent and before its turn ended: the
+    harness may have committed the turn (its tool calls pending) or not, and it keeps no
+    history to ask, so it was not sent again (that could run the turn twice)."""
 
 
 class IdleTimeoutError(StreamError, TimeoutError):
@@ -272,6 +288,18 @@ class UnfinishedToolCallError(SessionError):
             f"tool call {tool_use.id} ({tool_use.name}) of session {session_id} started "
             "earlier and never finished"
         )
+
+
+class AmbiguousRunError(SessionError):
+    """A run named by an ``idempotency_key`` cannot go on safely: it stopped between sending
+    an input and seeing its turn end, on a provider whose history cannot be read to tell
+    whether the input landed, so nothing is sent again (it could run that turn twice); or
+    another process is continuing it. ``session_id`` names the provider session to look at.
+    """
+
+    def __init__(self, message: str, *, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.session_id = session_id
 
 
 class ArtifactError(ManagedAgentsError):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import types
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,8 @@ import pytest
 from req_managed_agents import telemetry
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
 from req_managed_agents.testing._script import ToolCall
+from tests.support.readme import Block, python_blocks
 
-README = Path(__file__).resolve().parent.parent / "README.md"
 EXAMPLE_REDIS = "redis://redis.internal:6379"
 EXAMPLE_HARNESS = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/weather-AbCdEf1234"
 WEATHER = [Turn(tool_calls=[call("get_weather", city="Paris")]), Turn(text="Sunny in Paris.")]
@@ -38,30 +39,6 @@ CONFIRMATIONS = [
     ),
     Turn(text="Tidied up."),
 ]
-
-
-@dataclass(frozen=True)
-class Block:
-    heading: str
-    line: int
-    code: str
-
-
-def python_blocks() -> list[Block]:
-    blocks: list[Block] = []
-    heading = ""
-    lines = README.read_text(encoding="utf-8").splitlines()
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if line.startswith("## "):
-            heading = line[3:].strip()
-        if line.strip() == "```python":
-            end = lines.index("```", index + 1)
-            blocks.append(Block(heading, index + 1, "\n".join(lines[index + 1 : end]) + "\n"))
-            index = end
-        index += 1
-    return blocks
 
 
 BLOCKS = python_blocks()
@@ -82,6 +59,10 @@ def environment(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.base_url)
     # A block that attaches telemetry must not leave its subscriber to later tests.
     monkeypatch.setattr(telemetry, "_subscribers", telemetry._subscribers)
+    # The Celery block's own payments module: the side effect it guards.
+    payments = types.ModuleType("payments")
+    payments.refund = lambda order_id, amount: f"refunded {amount} on {order_id}"  # type: ignore[attr-defined]  # a stand-in module built at run time
+    monkeypatch.setitem(sys.modules, "payments", payments)
     try:
         import botocore  # noqa: F401 - only to know whether the AgentCore blocks can run
     except ImportError:
@@ -135,7 +116,7 @@ def check(block: Block, namespace: dict[str, Any], claude: ClaudeEmulator) -> No
     if block.heading == "Streaming" and "ask" in namespace:
         serve_the_django_view(namespace)
     if "answer" in namespace and hasattr(namespace["answer"], "delay"):  # the Celery task
-        assert namespace["answer"]("Refund order 7, please.") == "Sunny in Paris."
+        assert namespace["answer"]("T-1", "Refund order 7, please.") == "Sunny in Paris."
     if "test_weather" in namespace:
         with ClaudeEmulator() as emulator:
             namespace["test_weather"](emulator)

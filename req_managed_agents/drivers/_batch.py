@@ -1,18 +1,26 @@
 """Batch runs: many prompts, each in its own session, a bounded number at a time.
 
 :func:`run_batch` is for jobs such as "summarise these 10,000 tickets": each prompt runs to
-completion in a fresh session, ``max_workers`` at once. Results are appended to a JSON Lines
-file as each finishes, so a batch that is stopped (a crash, a deploy, Ctrl-C) picks up where
-it left off when run again with the same output: prompts that already succeeded there are
-skipped, and those that failed are tried again (the last line for an id is the one that
-counts). A prompt that fails is recorded with its error and never stops the others. A rate limit the
-HTTP layer could not wait out pauses the whole pool - every worker, not just the one that
-hit it - for the server's ``retry-after`` (or a growing backoff), then the prompt is tried
-again.
+completion in a session of its own, ``max_workers`` at once. Outcomes are appended to a JSON
+Lines file as each finishes; the last line for an id is the one that counts, and a line cut
+off by a killed batch is skipped. Run again with the same output, a batch picks up where it
+left off: prompts that succeeded are skipped; every other prompt is a keyed run
+(``idempotency_key``, from the batch and the prompt's id), so one that was running when the
+batch stopped - or that failed - continues its own session instead of starting over, its
+delivered prompt never sent again and its finished tools never run again (the ledger lives
+beside the output, in ``<output>.state``, unless a ``ledger`` is given). A prompt without an
+id is named by its content, so inserting a prompt never renames the others.
+
+A rate limit the HTTP layer could not wait out pauses the whole pool - every worker, not just
+the one that hit it - for the server's ``retry-after`` (up to a minute; a longer one fails
+the prompt) or a growing backoff, then the prompt goes on in the same session. Ctrl-C ends
+the pause at once. A prompt that fails is recorded with its error and its session id and
+never stops the others.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import threading
@@ -23,12 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.errors import ConfigurationError, RateLimitError
 from req_managed_agents.model._vocabulary import SessionResult
+from req_managed_agents.stores import FileStore
 from req_managed_agents.tools._handler import Handler, describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
 
-__all__ = ["BatchItem", "BatchOutcome", "read_prompts", "run_batch"]
+__all__ = ["BatchItem", "BatchOutcome", "content_id", "read_prompts", "run_batch"]
 
 # A prompt hit by rate limits is tried again five times (six in all) before it is recorded
 # failed, after 2 s doubling to 60 s or the server's retry-after up to 60 s (a longer one is
@@ -54,6 +64,7 @@ class BatchOutcome:
     id: str
     result: SessionResult | None = None
     error: str | None = None
+    session_id: str | None = None
 
     def record(self) -> dict[str, Any]:
         """The JSON line written to the output."""
@@ -73,7 +84,7 @@ class BatchOutcome:
                 },
             )
         else:
-            line["error"] = self.error
+            line.update(error=self.error, session_id=self.session_id)
         return line
 
 
@@ -83,7 +94,7 @@ Runner = Callable[[BatchItem], SessionResult]
 def read_prompts(path: str | Path) -> list[BatchItem]:
     """Prompts from a JSON Lines file: each line ``{"prompt": ..., "id"?: ...}`` plus any
     per-prompt driver options (``agent_id``, ``session_metadata``, ...); a line without an
-    ``id`` is named by its line number."""
+    ``id`` is named by its content (see :func:`content_id`)."""
     items = []
     seen: set[str] = set()
     with Path(path).open(encoding="utf-8") as lines:
@@ -96,12 +107,26 @@ def read_prompts(path: str | Path) -> list[BatchItem]:
                 raise ConfigurationError(f"{path}:{number}: not JSON ({exc})") from None
             if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
                 raise ConfigurationError(f'{path}:{number}: expected {{"prompt": "..."}}')
-            item_id = str(record.pop("id", number))
+            prompt = record.pop("prompt")
+            given = record.pop("id", None)
+            item_id = str(given) if given is not None else content_id(prompt, record, seen)
             if item_id in seen:
                 raise ConfigurationError(f"{path}:{number}: the id {item_id!r} comes twice")
             seen.add(item_id)
-            items.append(BatchItem(item_id, record.pop("prompt"), record))
+            items.append(BatchItem(item_id, prompt, record))
     return items
+
+
+def content_id(prompt: str, options: Mapping[str, Any], taken: set[str]) -> str:
+    """An id for a prompt given none: a digest of the prompt and its options (the second
+    identical one gets ``#2``, and so on), so it does not change when others are added."""
+    canonical = json.dumps([prompt, options], sort_keys=True, separators=(",", ":"), default=str)
+    base = "p-" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    item_id, count = base, 1
+    while item_id in taken:
+        count += 1
+        item_id = f"{base}#{count}"
+    return item_id
 
 
 def run_batch(
@@ -119,40 +144,52 @@ def run_batch(
     ended, in input order.
 
     ``options`` go to every run (``agent_id``, ``environment_id``, ``harness_arn``,
-    ``max_turns``, ...), a :class:`BatchItem`'s own ``options`` on top. With ``output``,
-    each outcome is appended to that JSON Lines file as it comes, and prompts that already
-    succeeded there are skipped (their outcomes come back with only their ``id``).
-    ``progress`` gets a one-line progress display; by default stderr when it is a
-    terminal.
+    ``max_turns``, ``ledger``, ...), a :class:`BatchItem`'s own ``options`` on top. With
+    ``output``, each outcome is appended to that JSON Lines file as it comes, prompts that
+    already succeeded there are skipped (their outcomes come back with only their ``id``),
+    and the others continue their sessions (see the module docs). ``progress`` gets a
+    one-line progress display; by default stderr when it is a terminal.
     """
     if max_workers < 1:
         raise ConfigurationError("max_workers must be at least 1")
-    items = [BatchItem(str(n), p) if isinstance(p, str) else p for n, p in enumerate(prompts, 1)]
-    if len({item.id for item in items}) != len(items):
-        raise ConfigurationError("batch item ids must be unique")
+    items: list[BatchItem] = []
+    taken: set[str] = set()
+    for prompt in prompts:
+        item = prompt if isinstance(prompt, BatchItem) else None
+        if item is None:
+            item = BatchItem(content_id(str(prompt), {}, taken), str(prompt))
+        if item.id in taken:
+            raise ConfigurationError(f"batch item ids must be unique; {item.id!r} comes twice")
+        taken.add(item.id)
+        items.append(item)
     done = _read_output(output) if output is not None else {}
     todo = [item for item in items if item.id not in done]
     shown = progress if progress is not None else (sys.stderr if sys.stderr.isatty() else None)
     batch = _Batch(len(items), len(items) - len(todo), shown, output)
+    if options.get("ledger") is None:
+        options["ledger"] = ToolLedger(FileStore(f"{output}.state") if output else None)
+    scope = hashlib.sha256(str(Path(output).resolve() if output else id(batch)).encode())
+    namespace = scope.hexdigest()[:12]
 
     def run_one(item: BatchItem) -> SessionResult:
         from req_managed_agents.drivers._session import Session
 
         merged = {**options, **item.options}
         tags = {**(merged.pop("telemetry_metadata", None) or {}), "batch_item": item.id}
+        merged.setdefault("idempotency_key", f"batch:{namespace}:{item.id}")
         with Session(provider, handler=handler, telemetry_metadata=tags, **merged) as session:
             batch.live(session, True)
             try:
                 return session.run(item.prompt, timeout=timeout)
             finally:
-                batch.live(session, False)
+                batch.live(session, False, item.id)
 
     pool = ThreadPoolExecutor(max_workers, thread_name_prefix="rma-batch")
     try:
         outcomes = {o.id: o for o in pool.map(lambda i: batch.run(i, run_one), todo)}
     except BaseException:
         # Ctrl-C: start nothing more and stop what runs (remote turns included); each is
-        # recorded as cancelled, so the next run of the batch tries it again.
+        # recorded as cancelled, so the next run of the batch continues it.
         batch.stop()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
@@ -176,27 +213,26 @@ class _Batch:
         self._progress = progress
         self._resume_at = 0.0
         self._sessions: set[Any] = set()
-        self._stopping = False
-        # Held for the whole batch, closed by close().
-        self._output = (
-            Path(output).open("a", encoding="utf-8")  # noqa: SIM115 - see above
-            if output is not None
-            else None
-        )
+        self._session_ids: dict[str, str] = {}
+        self._stopping = threading.Event()
+        self._output = _open_for_append(Path(output)) if output is not None else None
 
-    def live(self, session: Any, running: bool) -> None:
-        """Track the sessions running now, so that stop() can reach them."""
+    def live(self, session: Any, running: bool, item_id: str | None = None) -> None:
+        """Track the sessions running now, so that stop() can reach them, and the session
+        each prompt ran in, for its record."""
         with self._lock:
             if running:
                 self._sessions.add(session)
             else:
                 self._sessions.discard(session)
-        if running and self._stopping:
+                if item_id is not None and session.session_id:
+                    self._session_ids[item_id] = session.session_id
+        if running and self._stopping.is_set():
             session.cancel()
 
     def stop(self) -> None:
         with self._lock:
-            self._stopping = True
+            self._stopping.set()
             sessions = list(self._sessions)
         for session in sessions:
             session.cancel()
@@ -215,20 +251,31 @@ class _Batch:
     def _attempt(self, item: BatchItem, run_one: Runner) -> BatchOutcome:
         for attempt in range(RATE_LIMITED.max_retries + 1):
             self._wait_for_the_pool()
-            if self._stopping:
+            if self._stopping.is_set():
                 return BatchOutcome(item.id, error="cancelled")
             try:
                 result = run_one(item)
                 if result.stop_reason == {"type": "cancelled"}:
-                    return BatchOutcome(item.id, error="cancelled")
+                    return BatchOutcome(item.id, error="cancelled", session_id=result.session_id)
                 return BatchOutcome(item.id, result=result)
             except RateLimitError as exc:
-                if attempt == RATE_LIMITED.max_retries or not RATE_LIMITED.honours(exc.retry_after):
-                    return BatchOutcome(item.id, error=describe_exception(exc))
+                last_try = attempt == RATE_LIMITED.max_retries
+                if last_try or not RATE_LIMITED.honours(exc.retry_after):
+                    return self._outcome_of(item, exc)
                 self._pause(RATE_LIMITED.delay(attempt, exc.retry_after))
             except Exception as exc:
-                return BatchOutcome(item.id, error=describe_exception(exc))
+                return self._outcome_of(item, exc)
         raise AssertionError("unreachable: the last attempt returns")
+
+    def _outcome_of(self, item: BatchItem, error: Exception) -> BatchOutcome:
+        session_id = getattr(error, "session_id", None)
+        with self._lock:
+            known = self._session_ids.get(item.id)
+        return BatchOutcome(
+            item.id,
+            error=describe_exception(error),
+            session_id=session_id if isinstance(session_id, str) else known,
+        )
 
     def _pause(self, seconds: float) -> None:
         """Hold every worker back for ``seconds`` (the longest pause asked for wins)."""
@@ -236,12 +283,13 @@ class _Batch:
             self._resume_at = max(self._resume_at, time.monotonic() + seconds)
 
     def _wait_for_the_pool(self) -> None:
-        while True:
+        """Wait out the pool's pause; a stop (Ctrl-C) ends it at once."""
+        while not self._stopping.is_set():
             with self._lock:
                 wait = self._resume_at - time.monotonic()
             if wait <= 0:
                 return
-            time.sleep(min(wait, POOL_PAUSE_POLL.delay(0)))
+            self._stopping.wait(min(wait, POOL_PAUSE_POLL.delay(0)))
 
     def _show(self) -> None:
         if self._progress is None:
@@ -261,9 +309,25 @@ class _Batch:
             self._progress.flush()
 
 
+def _open_for_append(path: Path) -> TextIO:
+    """The output, opened to append whole lines: a last line cut off by a killed batch is
+    ended first, so the next record starts a line of its own."""
+    cut_off = False
+    if path.exists() and path.stat().st_size:
+        with path.open("rb") as existing:
+            existing.seek(-1, 2)
+            cut_off = existing.read(1) != b"\n"
+    output = path.open("a", encoding="utf-8")
+    if cut_off:
+        output.write("\n")
+        output.flush()
+    return output
+
+
 def _read_output(output: str | Path) -> dict[str, BatchOutcome]:
-    """The prompts an earlier run of the batch finished well (a failure, or a cut-off last
-    line from a batch killed mid-write, does not count: that prompt runs again)."""
+    """The prompts an earlier run of the batch finished well, by the last line for each
+    id (a failure, or a cut-off line from a batch killed mid-write, does not count: that
+    prompt goes on)."""
     path = Path(output)
     if not path.exists():
         return {}

@@ -15,16 +15,26 @@ lost response) gets the recorded result.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from req_managed_agents import telemetry
-from req_managed_agents.drivers._ledger import UNFINISHED_MESSAGE, ToolLedger
+from req_managed_agents.drivers._keyed import KeyedRun
+from req_managed_agents.drivers._ledger import (
+    RUNNING_ELSEWHERE,
+    UNFINISHED_MESSAGE,
+    LedgerEntry,
+    ToolLedger,
+)
 from req_managed_agents.drivers._options import Settings
 from req_managed_agents.drivers._run import Run
-from req_managed_agents.drivers._tool_runner import run_tools
-from req_managed_agents.errors import UnfinishedToolCallError, UnresolvedRequiresActionError
+from req_managed_agents.drivers._tool_runner import ToolRunCancelled, call_bounded, run_tools
+from req_managed_agents.errors import (
+    AmbiguousRunError,
+    UnfinishedToolCallError,
+    UnresolvedRequiresActionError,
+)
 from req_managed_agents.model._stream import (
     ConfirmationAnswered,
     ToolCallFinished,
@@ -82,11 +92,23 @@ class TurnLoop:
         outcome: Outcome | None,
         run: Run,
         stop: threading.Event,
+        keyed: KeyedRun | None = None,
+        continued: bool = False,
     ) -> SessionResult:
         """Run until the agent is done or a guard halts; ``resumed`` is a reattached
-        session's current turn (``None`` for a fresh session or a later run)."""
+        session's current turn (``None`` for a fresh session or a later run). A ``keyed``
+        run hears of every input and turn; ``continued``, it goes on from ``resumed``, its
+        prompt delivered by an earlier attempt."""
+        run.keyed = keyed
         turn = resumed
-        if turn is not None:
+        if continued:
+            if turn is None:
+                raise AmbiguousRunError(
+                    "the keyed run's prompt was delivered, yet its session shows no turn",
+                    session_id=run.session_id,
+                )
+            run.resume(turn)
+        elif turn is not None:
             run.resume(turn)
             # A turn that gave up (retries exhausted, a refusal) leaves the session open.
             if (
@@ -94,11 +116,11 @@ class TurnLoop:
                 and turn.terminal == "terminated"
                 and conversation.accepts_input()
             ):
-                turn = _send_input(conversation, prompt, outcome)
+                turn = _send_input(conversation, prompt, outcome, run)
                 prompt = outcome = None
                 self.record(run, turn)
         else:
-            turn = _send_input(conversation, prompt or DEFAULT_PROMPT, outcome)
+            turn = _send_input(conversation, prompt or DEFAULT_PROMPT, outcome, run)
             prompt = outcome = None
             self.record(run, turn)
         settings = self.settings
@@ -125,10 +147,11 @@ class TurnLoop:
             if turn.terminal == "requires_action":
                 turn = self._answer(conversation, turn, run, stop)
             elif pending:
-                turn = _send_input(conversation, prompt, outcome)
+                turn = _send_input(conversation, prompt, outcome, run)
                 prompt = outcome = None
             else:
                 run.reprompts += 1
+                _before_input(run)
                 turn = conversation.send_prompt(REPROMPT.format(tool=settings.terminal_tool))
             self.record(run, turn)
 
@@ -136,6 +159,8 @@ class TurnLoop:
         """Take a finished turn into the run, and report it."""
         run.take(turn)
         run.turn_usage.append(turn.usage)
+        if run.keyed is not None:
+            run.keyed.after_turn(turn)
         telemetry.emit(
             "session.turn",
             {
@@ -174,22 +199,41 @@ class TurnLoop:
         if not tool_uses and not turn.confirmations:
             raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
         decisions = [
-            (tool_use, self._decide(tool_use, turn, conversation, run))
+            (tool_use, self._decide(tool_use, turn, conversation, run, stop))
             for tool_use in _unique(turn.confirmations)
         ]
         results = self._execute(conversation, tool_uses, run, stop) if tool_uses else []
+        _before_input(run)
         return conversation.send_tool_results(tool_uses, results, decisions)
 
     def _decide(
-        self, tool_use: ToolUse, turn: TurnResult, conversation: Conversation, run: Run
+        self,
+        tool_use: ToolUse,
+        turn: TurnResult,
+        conversation: Conversation,
+        run: Run,
+        stop: threading.Event,
     ) -> Decision:
         """Allow or deny one provider tool asking permission: the handler's hook, else the
-        session's ``confirm`` policy."""
+        session's ``confirm`` policy. The hook is bounded like a tool: it sees
+        ``ToolContext.cancelled`` when the run stops, and ``tool_timeout`` denies for it."""
         decision: Decision
-        if self._confirmer is not None:
+        confirmer = self._confirmer
+        if confirmer is not None:
             context = ToolContext(tool_use.id, conversation.info)
             try:
-                answer = self._confirmer.handle_confirmation(tool_use, context)
+                answer = call_bounded(
+                    lambda context: confirmer.handle_confirmation(tool_use, context),
+                    context,
+                    timeout=self.settings.tool_timeout,
+                    cancelled=stop,
+                    name=f"rma-confirm-{tool_use.name}",
+                )
+            except ToolRunCancelled:
+                raise  # the run stopped: no answer is sent
+            except TimeoutError:
+                timeout = self.settings.tool_timeout
+                answer = Deny(f"the confirmation hook gave no answer within {timeout:g} s")
             except Exception as exc:
                 answer = Deny(f"the confirmation hook failed: {describe_exception(exc)}")
             decision = answer if isinstance(answer, (Allow, Deny)) else Deny(_bad_hook(answer))
@@ -216,32 +260,28 @@ class TurnLoop:
         run: Run,
         stop: threading.Event,
     ) -> list[ToolResult]:
-        """Results for ``tool_uses``: calls the ledger does not know run now (recorded as
-        they start and finish); a recorded result is reused; a call that started before and
-        never finished is handled by the ``on_unfinished`` policy."""
+        """Results for ``tool_uses``: a result the ledger recorded is reused; a call that
+        started before and never finished is handled by the ``on_unfinished`` policy; the
+        rest run now, each claimed on its own thread right before it starts."""
         session_id = conversation.info.session_id
         ledger, policy = self.ledger, self.settings.on_unfinished
         answers: dict[str, ToolResult] = {}
         new: list[ToolUse] = []
+        takeovers: dict[str, LedgerEntry] = {}
         for tool_use in tool_uses:
-            found = ledger.claim(session_id, tool_use.id)
+            found = ledger.entry(session_id, tool_use.id)
             if found is None:
                 new.append(tool_use)
             elif found.result is not None:
                 answers[tool_use.id] = replace(found.result, tool_use_id=tool_use.id)
             elif policy == "rerun":
-                ledger.restart(session_id, tool_use.id)
+                takeovers[tool_use.id] = found
                 new.append(tool_use)
             elif policy == "raise":
                 raise UnfinishedToolCallError(tool_use, session_id=session_id)
             else:
                 answers[tool_use.id] = ToolResult(tool_use.id, UNFINISHED_MESSAGE, is_error=True)
-                ledger.finish(session_id, tool_use.id, answers[tool_use.id])
-
-        def finished(tool_use: ToolUse, result: ToolResult) -> None:
-            ledger.finish(session_id, tool_use.id, result)
-            run.emit(ToolCallFinished(tool_use, result))
-
+                ledger.finish(session_id, tool_use.id, answers[tool_use.id], over=found)
         if new:
             results = run_tools(
                 self.handler,
@@ -252,7 +292,8 @@ class TurnLoop:
                 cancelled=stop,
                 telemetry_metadata=self.meta(run),
                 on_start=lambda use: run.emit(ToolCallStarted(use)),
-                on_finish=finished,
+                on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
+                guard=_LedgerGuard(ledger, session_id, takeovers),
             )
             answers.update((use.id, result) for use, result in zip(new, results))
             run.tool_uses.extend(new)
@@ -260,10 +301,43 @@ class TurnLoop:
         return [answers[tool_use.id] for tool_use in tool_uses]
 
 
+class _LedgerGuard:
+    """The ledger's part in one turn's tool calls (see :class:`CallGuard`)."""
+
+    def __init__(
+        self, ledger: ToolLedger, session_id: str, takeovers: Mapping[str, LedgerEntry]
+    ) -> None:
+        self.ledger = ledger
+        self.session_id = session_id
+        self.takeovers = takeovers
+
+    def begin(self, tool_use: ToolUse) -> ToolResult | None:
+        found = self.ledger.claim(
+            self.session_id, tool_use.id, over=self.takeovers.get(tool_use.id)
+        )
+        if found is None:
+            return None
+        if found.result is not None:
+            return replace(found.result, tool_use_id=tool_use.id)
+        return ToolResult(tool_use.id, RUNNING_ELSEWHERE.format(owner=found.owner), is_error=True)
+
+    def release(self, tool_use: ToolUse) -> None:
+        self.ledger.release(self.session_id, tool_use.id)
+
+    def end(self, tool_use: ToolUse, result: ToolResult) -> None:
+        self.ledger.finish(self.session_id, tool_use.id, result)
+
+
+def _before_input(run: Run) -> None:
+    if run.keyed is not None:
+        run.keyed.before_input()
+
+
 def _send_input(
-    conversation: Conversation, prompt: str | None, outcome: Outcome | None
+    conversation: Conversation, prompt: str | None, outcome: Outcome | None, run: Run
 ) -> TurnResult:
     """Start a turn: work toward ``outcome`` if there is one, else answer ``prompt``."""
+    _before_input(run)
     if outcome is not None:
         return conversation.define_outcome(outcome)
     return conversation.send_prompt(prompt or DEFAULT_PROMPT)

@@ -44,7 +44,33 @@ _UNFINISHED_POLICIES = ("error", "rerun", "raise")
 
 
 class SessionOptions(TypedDict, total=False):
-    """The drivers' own keyword options (each described on :class:`~req_managed_agents.Session`)."""
+    """The drivers' own keyword options, for :class:`~req_managed_agents.Session`,
+    ``run_to_completion`` and ``run_batch``.
+
+    * ``max_turns`` (25): turns per run; a run that reaches it while the agent still wants
+      tools ends ``terminated`` with stop reason ``{"type": "max_turns_reached"}``.
+    * ``max_concurrency`` (8) and ``tool_timeout`` (none): how many local tools run at once,
+      and how long each (and each confirmation hook) may take before it is answered with a
+      timeout error and told to stop.
+    * ``metadata``: reaches handlers through ``SessionInfo``; ``telemetry_metadata``: tags
+      every telemetry event of the session.
+    * ``turn_guard``: see :data:`TurnGuard`.
+    * ``on_text``: called with each new piece of the agent's text as it is written.
+    * ``confirm`` (``"raise"``): see :data:`ConfirmPolicy`; a handler's
+      ``handle_confirmation`` takes precedence.
+    * ``terminal_tool`` and ``max_reprompts`` (2): an ``end_turn`` that never called that
+      tool is re-prompted that many times, then ends ``terminated`` with stop reason
+      ``{"type": "no_terminal_tool"}``.
+    * ``outcome``: an ``Outcome`` or its fields (Claude only): the first run works toward it
+      instead of a prompt.
+    * ``interrupt_on_timeout`` (False): a ``timeout`` also stops the remote turn.
+    * ``verbose`` (False): show the text as it is written and a progress line.
+    * ``ledger``: a ``ToolLedger`` recording every tool call; over a shared store it keeps
+      "each tool call runs once" across processes. ``on_unfinished`` (``"error"``): see
+      ``UnfinishedPolicy``.
+    * ``idempotency_key``: names the run, so that a retry anywhere continues its session
+      instead of starting another (see :mod:`~req_managed_agents.drivers._keyed`).
+    """
 
     max_turns: int
     max_concurrency: int
@@ -61,6 +87,7 @@ class SessionOptions(TypedDict, total=False):
     verbose: bool
     ledger: ToolLedger | None
     on_unfinished: UnfinishedPolicy
+    idempotency_key: str | None
 
 
 _DRIVER_OPTIONS = frozenset(SessionOptions.__annotations__)
@@ -85,6 +112,7 @@ class Settings:
     verbose: bool = False
     ledger: ToolLedger | None = None
     on_unfinished: UnfinishedPolicy = "error"
+    idempotency_key: str | None = None
 
     @property
     def telemetry(self) -> dict[str, Any]:

@@ -9,12 +9,15 @@ callback and to the consumer of :meth:`Session.stream`, if there is one.
 from __future__ import annotations
 
 import queue
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from req_managed_agents.display._progress import Progress
-from req_managed_agents.model._stream import StreamItem, TextDelta, TextTracker
+from req_managed_agents.drivers._keyed import KeyedRun
+from req_managed_agents.model._stream import StreamItem, TextDelta, TextTracker, TurnEnded
 from req_managed_agents.model._vocabulary import (
     SessionResult,
     Terminal,
@@ -60,6 +63,13 @@ class Run:
     # A reattached session's last turn: history, reported only if the run adds no turn.
     resumed: TurnResult | None = None
     tracker: TextTracker = field(init=False)
+    started: float = field(default_factory=time.monotonic)
+    # The run's idempotency-key binding, told of each input and turn (keyed runs only).
+    keyed: KeyedRun | None = None
+
+    _held: TurnEnded | None = field(default=None, init=False, repr=False)
+    _finished: bool = field(default=False, init=False, repr=False)
+    _items_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tracker = TextTracker(self.emit)
@@ -70,7 +80,11 @@ class Run:
 
     def emit(self, item: StreamItem) -> None:
         """Report ``item`` live: text to ``on_text`` (whose errors are logged, never let
-        through), everything to the stream's consumer."""
+        through), everything to the stream's consumer.
+
+        A ``TurnEnded`` reaches the consumer only with the next item, or once the run's
+        result is set: the last item of a run must never come before its result, or a
+        consumer that stops at it would seem to walk away from a run still going."""
         if self.on_text is not None and isinstance(item, TextDelta):
             try:
                 self.on_text(item.text)
@@ -78,15 +92,48 @@ class Run:
                 _log.warning("on_text raised %s; continuing", describe_exception(exc))
         if self.progress is not None:
             self.progress(item)
-        if self.items is not None:
-            self.items.put(item)
+        if self.items is None:
+            return
+        with self._items_lock:
+            if self._held is not None:
+                self.items.put(self._held)
+                self._held = None
+            if isinstance(item, TurnEnded):
+                self._held = item
+            else:
+                self.items.put(item)
 
-    def finish(self, result: SessionResult | None) -> None:
-        """Tell the stream's consumer that the result is set (``None``: the run failed)."""
+    def finish(self, result: SessionResult | None) -> bool:
+        """Tell the stream's consumer that the result is set (``None``: the run failed);
+        ``False`` when the run was finished already (a stop settles a run whose worker is
+        still stuck in I/O, and the worker's own finish comes later)."""
+        with self._items_lock:
+            if self._finished:
+                return False
+            self._finished = True
+            held, self._held = self._held, None
         if self.progress is not None and result is not None:
             self.progress.finish(result)
         if self.items is not None:
+            if held is not None:
+                self.items.put(held)
             self.items.put(DONE)
+        return True
+
+    def stop_measurements(self, result: SessionResult | None) -> dict[str, float]:
+        """What ``session.stop`` measures of the run: its duration, and for a result its
+        turns and tokens."""
+        measured: dict[str, float] = {"duration": time.monotonic() - self.started}
+        if result is not None:
+            usage = result.usage
+            measured.update(
+                turns=result.turns,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_input_tokens=usage.cache_read_input_tokens,
+                cache_creation_input_tokens=usage.cache_creation_input_tokens,
+            )
+        return measured
 
     def take(self, turn: TurnResult) -> None:
         """A finished turn's events replace what was seen live (which may include events of

@@ -12,6 +12,7 @@ one, run once, close it.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import time
@@ -22,8 +23,9 @@ from typing import Any
 
 from req_managed_agents import telemetry
 from req_managed_agents.display._progress import Progress
+from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
-from req_managed_agents.drivers._loop import TurnLoop
+from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
 from req_managed_agents.drivers._options import Settings, split_options
 from req_managed_agents.drivers._run import DONE, Run
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled
@@ -57,25 +59,10 @@ class Session:
             for item in session.stream("And in German"):
                 ...  # TextDelta, ToolCallStarted, ..., TurnEnded, then the SessionResult
 
-    ``run`` = ``start`` + ``wait``; :meth:`stream` yields the run as it happens. Options:
-    ``max_turns`` per run (a run that reaches it while the agent still wants tools ends
-    ``terminated``), ``max_concurrency`` and ``tool_timeout`` for local tools, ``turn_guard``
-    (see :data:`TurnGuard`), ``metadata`` (reaches handlers via :class:`SessionInfo`),
-    ``telemetry_metadata``, ``on_text`` (called with each new piece of the agent's text as
-    it is written; the rare rewrite of text already shown, by a retried AgentCore attempt,
-    comes through as more text: :meth:`stream` reports it as a ``TextReset``), ``confirm``
-    (see :data:`ConfirmPolicy`; a handler's ``handle_confirmation`` takes precedence),
-    ``terminal_tool`` and ``max_reprompts`` (an ``end_turn`` that never called that tool is
-    re-prompted that many times, then ends ``terminated`` with stop reason
-    ``{"type": "no_terminal_tool"}``), ``outcome`` (an
-    :class:`Outcome` or its fields as a mapping, Claude only: the first run works toward it
-    instead of a prompt), ``interrupt_on_timeout``, ``verbose`` (show the text as it is
-    written and a progress line updated in place: in a notebook, on a terminal's stderr),
-    ``ledger`` (a :class:`ToolLedger` recording every tool call; over a shared store it
-    keeps "each tool call runs once" across processes) and ``on_unfinished`` (see
-    :data:`UnfinishedPolicy`);
-    every other keyword goes to the provider
-    (``agent_id``, ``session_id``, ``harness_arn``, ...).
+    ``run`` = ``start`` + ``wait``; :meth:`stream` yields the run as it happens. The
+    drivers' own options are described on :class:`SessionOptions` (``max_turns``,
+    ``tool_timeout``, ``confirm``, ``ledger``, ``idempotency_key``, ...); every other
+    keyword goes to the provider (``agent_id``, ``session_id``, ``harness_arn``, ...).
 
     **Stopping.** When the caller stops waiting for a run that is still going - Ctrl-C (or a
     notebook's interrupt) inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop,
@@ -83,11 +70,14 @@ class Session:
     (:meth:`close`) - the session stops the run everywhere: the running tools see
     ``ToolContext.cancelled`` set, the stream is closed, and the provider is asked to stop
     the remote turn (Claude: ``user.interrupt``; AgentCore: the invocation is closed and the
-    runtime session stopped, which ends its conversation too). A run stopped this way
-    reports ``terminated`` with stop reason ``{"type": "cancelled"}``, and the session is
-    closed. The one exception is a ``timeout`` on :meth:`run` or :meth:`stream`: it closes
-    the stream and stops waiting but leaves the remote turn alone, so the session can be
-    resumed with ``session_id=``, unless ``interrupt_on_timeout=True``.
+    runtime session stopped, which ends its conversation too). The interrupt is ordered
+    after any input still on its way, so it reaches the turn that input starts, and it
+    reaches a session still being opened. A run stopped this way reports ``terminated``
+    with stop reason ``{"type": "cancelled"}`` - at once, even if a request is still in
+    flight - and the session is closed. The one exception is a ``timeout`` on :meth:`run`
+    or :meth:`stream`: it closes the stream and stops waiting but leaves the remote turn
+    alone, so the session can be resumed with ``session_id=``, unless
+    ``interrupt_on_timeout=True``.
     """
 
     def __init__(self, provider: Provider, *, handler: Handler, **options: Any) -> None:
@@ -105,6 +95,7 @@ class Session:
         self._future: Future[SessionResult] | None = None
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
+        self._settling = threading.Lock()
         self._closed = False
 
     @property
@@ -260,9 +251,11 @@ class Session:
                 progress=Progress() if self._settings.verbose else None,
             )
             self._run = run
+            # The worker runs in the caller's context, so telemetry and OpenTelemetry spans
+            # of the run belong to the caller's trace.
             self._worker = threading.Thread(
-                target=self._work,
-                args=(prompt, outcome, run, future, self._stop),
+                target=contextvars.copy_context().run,
+                args=(self._work, prompt, outcome, run, future, self._stop),
                 daemon=True,
                 name="rma-session",
             )
@@ -270,20 +263,28 @@ class Session:
 
     def _shutdown(self, *, interrupt: bool) -> None:
         """Stop the run in flight (once: a run stopped on a timeout is not interrupted
-        later by ``close``) and release the conversation."""
+        later by ``close``) and release the conversation.
+
+        The order matters. The conversation's I/O is cut first, so the worker reports the
+        cancellation rather than the turn the interrupt ends; the worker gets a moment to
+        notice, and if it is stuck in a request that cannot be cut (a post on its way) the
+        run is settled as cancelled without it. Then the provider is asked to stop the
+        remote turn; the conversation orders that after any input still in flight, so the
+        interrupt reaches the turn that input starts.
+        """
         with self._lock:
             self._closed = True
             conversation, worker = self._conversation, self._worker
-            running = self._future is not None and not self._future.done()
+            run, future = self._run, self._future
+            running = future is not None and not future.done()
             first = not self._stop.is_set()
             self._stop.set()
         if conversation is not None:
-            # Abort first so the worker reports the cancellation, not the turn the interrupt
-            # ends, and wait for it: a post already on its way lands before the interrupt,
-            # which then stops the provider from working on (and billing) it.
             conversation.abort()
         if worker is not None and worker is not threading.current_thread():
             worker.join(_WORKER_JOIN_TIMEOUT)
+        if running and run is not None and future is not None and not future.done():
+            self._settle(run, future, run.result("terminated", {"type": "cancelled"}))
         if conversation is not None:
             if interrupt and running and first:
                 _bounded(conversation.interrupt, INTERRUPT_WAIT)
@@ -297,7 +298,6 @@ class Session:
         future: Future[SessionResult],
         stop: threading.Event,
     ) -> None:
-        started = time.monotonic()
         try:
             result = self._drive(prompt, outcome, run, stop)
         except BaseException as exc:
@@ -305,35 +305,31 @@ class Session:
             # the torn-down connection, the run was cancelled.
             cancelled = isinstance(exc, (Aborted, ToolRunCancelled)) or stop.is_set()
             if not cancelled:
-                self._fail(exc, run, started, future)
+                self._settle(run, future, exc)
                 return
             result = run.result("terminated", {"type": "cancelled"})
-        usage = result.usage
-        telemetry.emit(
-            "session.stop",
-            {
-                "duration": time.monotonic() - started,
-                "turns": result.turns,
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cache_read_input_tokens": usage.cache_read_input_tokens,
-                "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            },
-            self._meta(run, terminal=result.terminal),
-        )
-        future.set_result(result)
-        run.finish(result)
+        self._settle(run, future, result)
 
-    def _fail(
-        self, exc: BaseException, run: Run, started: float, future: Future[SessionResult]
+    def _settle(
+        self, run: Run, future: Future[SessionResult], outcome: SessionResult | BaseException
     ) -> None:
-        telemetry.emit(
-            "session.stop",
-            {"duration": time.monotonic() - started},
-            self._meta(run, error=describe_exception(exc), error_type=type(exc).__name__),
-        )
-        future.set_exception(exc)
-        run.finish(None)
+        """Set the run's result (or error) once - by the worker, or by a stop that could not
+        wait for it - then report it and end the run's stream."""
+        with self._settling:
+            if future.done():
+                return
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+        if isinstance(outcome, BaseException):
+            tags = {"error": describe_exception(outcome), "error_type": type(outcome).__name__}
+            telemetry.emit("session.stop", run.stop_measurements(None), self._meta(run, **tags))
+            run.finish(None)
+        else:
+            measured = run.stop_measurements(outcome)
+            telemetry.emit("session.stop", measured, self._meta(run, terminal=outcome.terminal))
+            run.finish(outcome)
 
     def _meta(self, run: Run, **extra: Any) -> dict[str, Any]:
         conversation = self._conversation
@@ -344,26 +340,45 @@ class Session:
         }
         return telemetry.merge_metadata(self._settings.telemetry, library)
 
-    def _open(self, run: Run) -> tuple[Conversation, TurnResult | None]:
-        """The session's conversation, opened on the first run; the resumed turn if any."""
+    def _open(
+        self, run: Run, stop: threading.Event, prompt: str | None
+    ) -> tuple[Conversation, TurnResult | None, str | None, KeyedRun | None]:
+        """The session's conversation, opened on the first run: with the turn to go on from
+        (a reattached session's), the prompt still to send, and the run's key binding."""
         if self._conversation is not None:
-            return self._conversation, None
-        conversation = self._provider.open_conversation(
-            self._connect,
-            on_event=self._deliver,
-            on_text=self._text,
-            handler_tools=self._handler.schemas() if isinstance(self._handler, Tools) else None,
-            metadata=self._settings.metadata,
-            telemetry_metadata=self._settings.telemetry,
+            return self._conversation, None, prompt, None
+
+        def open_conversation(resume: str | None) -> Conversation:
+            conversation = self._provider.open_conversation(
+                self._connect,
+                on_event=self._deliver,
+                on_text=self._text,
+                handler_tools=(
+                    self._handler.schemas() if isinstance(self._handler, Tools) else None
+                ),
+                metadata=self._settings.metadata,
+                telemetry_metadata=self._settings.telemetry,
+                cancelled=stop,
+                resume=resume,
+            )
+            with self._lock:
+                self._conversation = conversation
+                closed = self._closed
+            if closed:
+                conversation.close()
+                raise Aborted
+            run.session_id = conversation.info.session_id
+            return conversation
+
+        key = self._settings.idempotency_key
+        if key is None:
+            conversation = open_conversation(None)
+            return conversation, conversation.resume(), prompt, None
+        text = prompt or DEFAULT_PROMPT
+        keyed, conversation, resumed, pending = KeyedRun.open(
+            self._ledger, key, text, open_conversation
         )
-        with self._lock:
-            self._conversation = conversation
-            closed = self._closed
-        if closed:
-            conversation.close()
-            raise Aborted
-        run.session_id = conversation.info.session_id
-        return conversation, conversation.resume()
+        return conversation, resumed, text if pending else None, keyed
 
     def _deliver(self, event: Mapping[str, Any]) -> None:
         """Every raw event: into the run's record, then to ``handle_event`` (whose errors are
@@ -390,9 +405,15 @@ class Session:
     def _drive(
         self, prompt: str | None, outcome: Outcome | None, run: Run, stop: threading.Event
     ) -> SessionResult:
-        conversation, resumed = self._open(run)
+        if self._settings.idempotency_key is not None and outcome is not None:
+            raise ConfigurationError("idempotency_key keys a prompt; an outcome cannot be keyed")
+        first = self._conversation is None
+        conversation, resumed, prompt, keyed = self._open(run, stop, prompt)
         telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))
-        return self._loop.drive(conversation, resumed, prompt, outcome, run, stop)
+        if first and keyed is not None and prompt is None:
+            # A keyed run whose prompt was delivered before: go on from the session's turn.
+            return self._loop.drive(conversation, resumed, None, None, run, stop, keyed, True)
+        return self._loop.drive(conversation, resumed, prompt, outcome, run, stop, keyed)
 
 
 def _bounded(call: Callable[[], None], seconds: float) -> None:

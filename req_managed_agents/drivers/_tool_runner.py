@@ -3,31 +3,58 @@
 A Python thread cannot be stopped, so a tool that outlives ``tool_timeout`` is abandoned:
 its result is recorded as an ``is_error`` timeout, its ``ToolContext.cancelled`` is set so a
 cooperative tool can return early, its concurrency slot is given back so the remaining tools
-still start, and whatever it returns later is dropped. Each call runs on its own daemon
+still start, and whatever it returns later is not sent. Each call runs on its own daemon
 thread for exactly that reason: an abandoned call must never occupy a pooled worker that
 the next tool is waiting for, nor keep the interpreter alive at exit.
+
+A :class:`CallGuard` (the tool ledger) is asked on the call's own thread, right before the
+handler runs, whether it may run - so a call that never starts is never claimed - and told
+its result there as soon as the handler returns, even when the run has stopped waiting: a
+call that finished after a stop keeps its real result for whoever resumes the session.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from req_managed_agents import telemetry
 from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUse
-from req_managed_agents.tools._handler import Handler, ToolContext, call_tool
+from req_managed_agents.tools._handler import Handler, ToolContext, call_tool, describe_exception
+from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["ToolRunCancelled", "run_tools"]
+__all__ = ["CallGuard", "ToolRunCancelled", "call_bounded", "run_tools"]
 
 # How often the dispatcher re-checks deadlines and cancellation while it waits.
 _POLL_INTERVAL = 0.05
+_NOT_STARTED = "the run stopped before this tool call started; it was not run"
+_log = get_logger(__name__)
+T = TypeVar("T")
 
 
 class ToolRunCancelled(Exception):
     """The session stopped waiting for this turn's tools (internal signal)."""
+
+
+class CallGuard(Protocol):
+    """Decides, on a call's own thread, whether it runs, and hears how it ended."""
+
+    def begin(self, tool_use: ToolUse) -> ToolResult | None:
+        """Claim the call: ``None`` when this thread may run it, else the answer to give
+        instead (a result recorded elsewhere, or why it may not run)."""
+        ...
+
+    def release(self, tool_use: ToolUse) -> None:
+        """Give up a claim whose call never started (the run stopped in between)."""
+        ...
+
+    def end(self, tool_use: ToolUse, result: ToolResult) -> None:
+        """Record what the handler answered."""
+        ...
 
 
 @dataclass
@@ -50,6 +77,7 @@ class _Turn:
         info: SessionInfo,
         max_concurrency: int,
         telemetry_metadata: Mapping[str, Any],
+        guard: CallGuard | None,
     ) -> None:
         self.handler = handler
         self.calls = [_Call(tool_use, ToolContext(tool_use.id, info)) for tool_use in tool_uses]
@@ -57,6 +85,7 @@ class _Turn:
         self.free_slots = max_concurrency
         self.condition = threading.Condition()
         self.telemetry_metadata = telemetry_metadata
+        self.guard = guard
 
     def settle(self, call: _Call, result: ToolResult) -> None:
         """Record ``result`` unless the call already has one; free its slot. Lock held."""
@@ -67,6 +96,11 @@ class _Turn:
             self.free_slots += 1
         self.condition.notify_all()
 
+    def stop(self) -> None:
+        """Tell every call to stop: those not started never will. Lock held."""
+        for call in self.calls:
+            call.context.cancelled.set()
+
     def start_waiting_calls(self) -> list[_Call]:
         started = []
         while self.waiting and self.free_slots > 0:
@@ -75,7 +109,11 @@ class _Turn:
             call.holds_slot = True
             call.started = time.monotonic()
             name = f"rma-tool-{call.tool_use.name}"
-            threading.Thread(target=self.work, args=(call,), name=name, daemon=True).start()
+            # In the run's context: a tool's spans belong to the caller's trace.
+            context = contextvars.copy_context()
+            threading.Thread(
+                target=context.run, args=(self.work, call), name=name, daemon=True
+            ).start()
             started.append(call)
         return started
 
@@ -104,22 +142,49 @@ class _Turn:
         return max(0.0, min(_POLL_INTERVAL, min(pending) + tool_timeout - time.monotonic()))
 
     def work(self, call: _Call) -> None:
+        result = ToolResult(call.tool_use.id, "the tool's thread failed", is_error=True)
+        try:
+            result = self._claim_and_run(call)
+        finally:  # whatever happened, the call gets a result and gives its slot back
+            with self.condition:
+                self.settle(call, result)
+
+    def _claim_and_run(self, call: _Call) -> ToolResult:
+        use, guard = call.tool_use, self.guard
+        if call.context.cancelled.is_set():
+            return ToolResult(use.id, _NOT_STARTED, is_error=True)
+        if guard is not None:
+            try:
+                answer = guard.begin(use)
+            except Exception as exc:
+                reason = "could not record this tool call before running it, so it was not run"
+                return ToolResult(use.id, f"{reason}: {describe_exception(exc)}", is_error=True)
+            if answer is not None:
+                return answer
+            if call.context.cancelled.is_set():
+                guard.release(use)
+                return ToolResult(use.id, _NOT_STARTED, is_error=True)
+        result = self._run(call)
+        if guard is not None:
+            try:
+                guard.end(use, result)
+            except Exception as exc:
+                _log.error("could not record the result of tool call %s: %s", use.id, exc)
+        return result
+
+    def _run(self, call: _Call) -> ToolResult:
         meta = {**self.telemetry_metadata, "tool": call.tool_use.name}
         meta["tool_use_id"] = call.tool_use.id
         telemetry.emit("tool.start", {"system_time": time.time()}, meta)
         begun = time.monotonic()
-        result = ToolResult(call.tool_use.id, "the tool's thread failed", is_error=True)
-        try:
-            result, raised = call_tool(self.handler, call.tool_use, call.context)
-            duration = {"duration": time.monotonic() - begun}
-            if raised is not None:
-                reason = {"kind": type(raised).__name__, "reason": result.content}
-                telemetry.emit("tool.exception", duration, {**meta, **reason})
-            else:
-                telemetry.emit("tool.stop", duration, {**meta, "is_error": result.is_error})
-        finally:  # whatever happened, the call gets a result and gives its slot back
-            with self.condition:
-                self.settle(call, result)
+        result, raised = call_tool(self.handler, call.tool_use, call.context)
+        duration = {"duration": time.monotonic() - begun}
+        if raised is not None:
+            reason = {"kind": type(raised).__name__, "reason": result.content}
+            telemetry.emit("tool.exception", duration, {**meta, **reason})
+        else:
+            telemetry.emit("tool.stop", duration, {**meta, "is_error": result.is_error})
+        return result
 
 
 def run_tools(
@@ -133,32 +198,77 @@ def run_tools(
     telemetry_metadata: Mapping[str, Any],
     on_start: Callable[[ToolUse], None] | None = None,
     on_finish: Callable[[ToolUse, ToolResult], None] | None = None,
+    guard: CallGuard | None = None,
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
 
     Raises :class:`ToolRunCancelled` if ``cancelled`` is set before every call finished;
-    the calls still running see their ``ToolContext.cancelled`` set. ``on_start`` and
-    ``on_finish`` hear of each call as it starts and as its result is in (a timed-out call
-    finishes with its timeout error), on the calling thread, in the order they happened.
+    calls that had not started never start, and those still running see their
+    ``ToolContext.cancelled`` set - as they do if anything else ends the wait early (a
+    failing ``on_start`` or ``on_finish``). ``on_start`` and ``on_finish`` hear of each call
+    as it starts and as its result is in (a timed-out call finishes with its timeout
+    error), on the calling thread, in the order they happened.
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
-    turn = _Turn(handler, tool_uses, info, max_concurrency, telemetry_metadata)
+    turn = _Turn(handler, tool_uses, info, max_concurrency, telemetry_metadata, guard)
     with turn.condition:
-        while True:
-            if cancelled.is_set():
-                for call in turn.calls:
-                    call.context.cancelled.set()
-                raise ToolRunCancelled
-            if tool_timeout is not None:
-                turn.expire(tool_timeout)
-            results = [call.result for call in turn.calls]
-            for call in turn.newly_settled():
-                if on_finish is not None and call.result is not None:
-                    on_finish(call.tool_use, call.result)
-            if all(result is not None for result in results):
-                return [result for result in results if result is not None]
-            for call in turn.start_waiting_calls():
-                if on_start is not None:
-                    on_start(call.tool_use)
-            turn.condition.wait(turn.next_deadline(tool_timeout))
+        try:
+            while True:
+                if cancelled.is_set():
+                    raise ToolRunCancelled
+                if tool_timeout is not None:
+                    turn.expire(tool_timeout)
+                results = [call.result for call in turn.calls]
+                for call in turn.newly_settled():
+                    if on_finish is not None and call.result is not None:
+                        on_finish(call.tool_use, call.result)
+                if all(result is not None for result in results):
+                    return [result for result in results if result is not None]
+                for call in turn.start_waiting_calls():
+                    if on_start is not None:
+                        on_start(call.tool_use)
+                turn.condition.wait(turn.next_deadline(tool_timeout))
+        except BaseException:
+            turn.stop()
+            raise
+
+
+def call_bounded(
+    work: Callable[[ToolContext], T],
+    context: ToolContext,
+    *,
+    timeout: float | None,
+    cancelled: threading.Event,
+    name: str,
+) -> T:
+    """Run ``work(context)`` on its own daemon thread and wait for it, as for a tool call:
+    :class:`TimeoutError` after ``timeout`` seconds, :class:`ToolRunCancelled` as soon as
+    ``cancelled`` is set (either way ``context.cancelled`` is set and the call abandoned);
+    its exception, if it raised one."""
+    box: list[Any] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box.append((True, work(context)))
+        except BaseException as exc:
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(
+        target=contextvars.copy_context().run, args=(target,), name=name, daemon=True
+    ).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(_POLL_INTERVAL):
+        if cancelled.is_set():
+            context.cancelled.set()
+            raise ToolRunCancelled
+        if deadline is not None and time.monotonic() >= deadline:
+            context.cancelled.set()
+            raise TimeoutError(f"no answer within {timeout:g} s")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return cast(T, value)

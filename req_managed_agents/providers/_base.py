@@ -9,6 +9,7 @@ and the agent's text as it is written through ``on_text``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -102,6 +103,17 @@ class Conversation(Protocol):
         """Release the session's connections; the provider-side session is left as is."""
         ...
 
+    def delivered(self, prompt: str) -> bool | None:
+        """Whether the session's history shows ``prompt`` as a user message: ``None`` where
+        the provider keeps no history it lets us read. A keyed run asks, when it continues
+        a session, so that a prompt already delivered is never sent again."""
+        ...
+
+    def discard(self) -> None:
+        """Close a session this conversation created and never used (a keyed run that
+        lost the race to another process), deleting it at the provider where it exists."""
+        ...
+
 
 class Provider(Protocol):
     """A managed agent runtime the drivers can open conversations with."""
@@ -117,11 +129,17 @@ class Provider(Protocol):
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
+        cancelled: threading.Event | None = None,
+        resume: str | None = None,
     ) -> Conversation:
         """Create or reattach a provider session described by the driver's ``**connect``.
 
         ``handler_tools`` are the declarations of the handler's tools when it is a ``Tools``
         registry: a provider that declares tools per session uses them unless told others.
+        ``cancelled`` is set when the session is closed while this call still runs: a
+        provider that waits here (for a stream to attach, say) stops waiting then, and
+        leaves nothing running behind it. ``resume`` names a provider session to reattach
+        to, whatever the options say (a keyed run continuing the session its key names).
         """
         ...
 

@@ -22,6 +22,7 @@ from req_managed_agents.model._vocabulary import (
     ToolResult,
     ToolUse,
 )
+from req_managed_agents.transport._json import MAX_DEPTH, holds_too_deep
 from req_managed_agents.transport._redact import redact
 
 __all__ = [
@@ -131,6 +132,12 @@ def call_tool(
     ``SystemExit`` and friends count too: a tool wrapping a command-line parser that
     rejects the agent's arguments must answer with an error, not end the turn's thread.
     """
+    if holds_too_deep(tool_use.input):
+        message = (
+            f"the input of tool {tool_use.name!r} nests more than {MAX_DEPTH} levels deep; "
+            "the tool was not run"
+        )
+        return ToolResult(tool_use.id, message, is_error=True), None
     try:
         # Typed as object: user handlers break their annotations at run time.
         output = cast(object, handler.handle_tool_call(tool_use.name, tool_use.input, context))
@@ -139,9 +146,11 @@ def call_tool(
     except BaseException as exc:
         return ToolResult(tool_use.id, describe_exception(exc), is_error=True), exc
     if isinstance(output, ToolResult):
-        if output.tool_use_id != tool_use.id:
-            output = replace(output, tool_use_id=tool_use.id)
-        return output, None
+        problem = _malformed(output)
+        if problem is not None:
+            message = f"tool {tool_use.name!r} returned a malformed ToolResult: {problem}"
+            return ToolResult(tool_use.id, message, is_error=True), None
+        return replace(output, tool_use_id=tool_use.id, blocks=tuple(output.blocks)), None
     if isinstance(output, str):
         return ToolResult(tool_use.id, output), None
     blocks = content_blocks(output)
@@ -152,3 +161,22 @@ def call_tool(
         "Image, Document or a list of them"
     )
     return ToolResult(tool_use.id, message, is_error=True), None
+
+
+def _malformed(result: ToolResult) -> str | None:
+    """What is wrong with a ``ToolResult`` a tool built by hand (the dataclass checks
+    nothing), so that it becomes this call's error instead of breaking the run."""
+    # Typed as object: a tool's values break the dataclass's annotations at run time.
+    content: object = result.content
+    is_error: object = result.is_error
+    blocks: object = result.blocks
+    if not isinstance(content, str):
+        return f"content is {type(content).__name__}, not str"
+    if not isinstance(is_error, bool):
+        return f"is_error is {type(is_error).__name__}, not bool"
+    if not isinstance(blocks, (tuple, list)):
+        return f"blocks is {type(blocks).__name__}, not a tuple"
+    for index, block in enumerate(blocks):
+        if not isinstance(block, (str, Image, Document)):
+            return f"blocks[{index}] is {type(block).__name__}, not str, Image or Document"
+    return None

@@ -314,7 +314,9 @@ def _transport_failure(
         return IdleTimeoutError(
             f"{method} {path}: no response within {timeout:g} s", idle_timeout=timeout
         )
-    return TransportError(f"{method} {path} failed: {redact(str(exc))}")
+    return TransportError(
+        f"{method} {path} failed: {redact(str(exc))}", not_sent=_proves_not_sent(exc)
+    )
 
 
 def _may_retry_transport(

@@ -16,7 +16,12 @@ from __future__ import annotations
 import json
 from typing import Any, Union
 
-__all__ = ["dumps_utf8", "excerpt", "loads"]
+__all__ = ["MAX_DEPTH", "TOO_DEEP", "dumps_utf8", "excerpt", "holds_too_deep", "loads"]
+
+MAX_DEPTH = 100
+"""Levels of nesting a document keeps when it nests too deeply for Python's parser."""
+TOO_DEEP = f"(cut: nested more than {MAX_DEPTH} levels deep)"
+"""What stands for a value :func:`loads` had to cut."""
 
 # How much of an unexpected body an error message shows.
 EXCERPT_BYTES = 200
@@ -24,14 +29,97 @@ EXCERPT_BYTES = 200
 Raw = Union[bytes, bytearray, str]
 
 
-def loads(data: Raw) -> Any:
-    """Parse JSON text (bytes in UTF-8, -16 or -32, or str); ``ValueError`` if it is not."""
+def loads(data: Raw, *, cut_deep: bool = False) -> Any:
+    """Parse JSON text (bytes in UTF-8, -16 or -32, or str); ``ValueError`` if it is not.
+
+    A document nesting deeper than Python's parser can follow is a ``ValueError`` - or,
+    with ``cut_deep`` (for the events that carry a model's tool input), parses with every
+    value deeper than :data:`MAX_DEPTH` levels replaced by :data:`TOO_DEEP`, so that one
+    absurd tool input becomes that call's error instead of the loss of its event."""
     try:
         return json.loads(data)
     except RecursionError:
-        raise ValueError("the JSON nests too deeply to parse") from None
+        if not cut_deep:
+            raise ValueError("the JSON nests too deeply to parse") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"the JSON is not valid UTF-8 ({exc.reason})") from None
+    text = data if isinstance(data, str) else bytes(data).decode(json.detect_encoding(data))
+    try:
+        return json.loads(_cut_below(text, MAX_DEPTH))
+    except RecursionError:  # pragma: no cover - the cut text nests MAX_DEPTH levels at most
+        raise ValueError("the JSON nests too deeply to parse") from None
+
+
+def holds_too_deep(value: Any) -> bool:
+    """Whether a parsed value had parts cut by :func:`loads` (walked without recursion)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if item == TOO_DEEP:
+            return True
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _cut_below(text: str, limit: int) -> str:
+    """``text`` with every array or object opening deeper than ``limit`` levels replaced by
+    the :data:`TOO_DEEP` string (one pass, no recursion; strings are skipped whole)."""
+    marker = json.dumps(TOO_DEEP)
+    parts: list[str] = []
+    depth = kept_from = 0
+    index, size = 0, len(text)
+    while index < size:
+        char = text[index]
+        if char == '"':
+            index = _string_end(text, index)
+            continue
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                parts.append(text[kept_from:index])
+                parts.append(marker)
+                index = kept_from = _container_end(text, index)
+                depth -= 1
+                continue
+        elif char in "]}":
+            depth -= 1
+        index += 1
+    parts.append(text[kept_from:])
+    return "".join(parts)
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index after the string literal opening at ``start``."""
+    index = start + 1
+    while index < len(text):
+        if text[index] == "\\":
+            index += 2
+        elif text[index] == '"':
+            return index + 1
+        else:
+            index += 1
+    return index
+
+
+def _container_end(text: str, start: int) -> int:
+    """The index after the array or object opening at ``start``."""
+    depth, index = 0, start
+    while index < len(text):
+        char = text[index]
+        if char == '"':
+            index = _string_end(text, index)
+            continue
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return index
 
 
 def excerpt(data: Raw, limit: int = EXCERPT_BYTES) -> str:

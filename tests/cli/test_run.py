@@ -28,6 +28,7 @@ from req_managed_agents.model._stream import (
 from req_managed_agents.model._vocabulary import ToolResult, ToolUse, TurnResult
 from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, Turn, call
 from tests.support.cli import fails, one_error_line
+from tests.support.sdk import without_create_token
 
 WEATHER = [
     Turn(text="Looking it up.", tool_calls=[call("get_weather", city="Paris")], usage=(40, 9)),
@@ -191,7 +192,7 @@ def test_claude_session_options_reach_the_new_session(
     ]
     assert created["title"] == "nightly"
     assert created["vault_ids"] == [vault]
-    assert created["metadata"] == {"team": "ops", "run": "7"}
+    assert without_create_token(created)["metadata"] == {"team": "ops", "run": "7"}
     assert created["agent"]["version"] == 1
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from req_managed_agents import BatchItem, ConfigurationError, read_prompts, run_batch
 from req_managed_agents.drivers import _batch as batch_module
+from req_managed_agents.drivers._batch import content_id
 from req_managed_agents.testing import ClaudeEmulator, Turn
 from tests.support.tools import CountingTools
 
@@ -56,7 +57,8 @@ def test_two_hundred_prompts_through_rate_limits_all_finish(
     assert [o.error for o in outcomes] == [None] * 200
     assert [o.result.text for o in outcomes if o.result] == [f"answer to {p}" for p in prompts]
     recorded = lines(output)
-    assert sorted(str(r["id"]) for r in recorded) == sorted(str(n) for n in range(1, 201))
+    assert sorted(str(r["id"]) for r in recorded) == sorted(o.id for o in outcomes)
+    assert len({o.id for o in outcomes}) == 200
     assert emulator.pending_faults() == 0, "the refusals were met"
 
 
@@ -94,8 +96,9 @@ def test_a_rerun_skips_what_succeeded_and_retries_what_failed(
         + '{"id": "3", "termi'  # cut off by a kill mid-write
     )
     ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+    items = [BatchItem(str(n), prompt) for n, prompt in enumerate("abc", 1)]
     with emulator.provider() as provider:
-        run_batch(provider, ["a", "b", "c"], handler=CountingTools(), output=output, **ids)
+        run_batch(provider, items, handler=CountingTools(), output=output, **ids)
     sent = [
         e["content"][0]["text"]
         for s in emulator.session_ids()
@@ -108,7 +111,8 @@ def test_a_rerun_skips_what_succeeded_and_retries_what_failed(
 def test_read_prompts_names_lines_and_refuses_bad_ones(tmp_path: Path) -> None:
     good = tmp_path / "in.jsonl"
     good.write_text('{"prompt": "a"}\n\n{"id": "x", "prompt": "b", "title": "T"}\n')
-    assert read_prompts(good) == [BatchItem("1", "a"), BatchItem("x", "b", {"title": "T"})]
+    named = content_id("a", {}, set())
+    assert read_prompts(good) == [BatchItem(named, "a"), BatchItem("x", "b", {"title": "T"})]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "a", "id": "x"}\n{"prompt": "b", "id": "x"}\n')
     with pytest.raises(ConfigurationError, match="twice"):
@@ -184,7 +188,8 @@ def test_a_batch_killed_halfway_resumes_without_repeating_finished_prompts(
             if e["type"] == "user.message"
         ]
     final = {str(r["id"]): r for r in lines(output)}
-    assert sorted(final, key=int) == [str(n) for n in range(1, 201)]
+    prompt_of = {item.id: item.prompt for item in read_prompts(source)}
+    assert sorted(final) == sorted(prompt_of)
     assert all("error" not in r for r in final.values())
     for item_id in finished_before:
-        assert sent.count(f"p{int(item_id) - 1}") == 1, "a finished prompt is not sent again"
+        assert sent.count(prompt_of[item_id]) == 1, "a finished prompt is not sent again"

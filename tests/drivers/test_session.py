@@ -85,6 +85,12 @@ class FakeConversation:
     def close(self) -> None:
         self.aborted.set()
 
+    def delivered(self, prompt: str) -> bool | None:
+        return any(sent == ("prompt", prompt) for sent in self.sent)
+
+    def discard(self) -> None:
+        self.close()
+
 
 class FakeProvider:
     name = "fake"
@@ -102,6 +108,8 @@ class FakeProvider:
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
+        cancelled: threading.Event | None = None,
+        resume: str | None = None,
     ) -> FakeConversation:
         self.options = options
         return self.conversation

@@ -27,6 +27,7 @@ from req_managed_agents import (
     TurnEnded,
     run_to_completion,
 )
+from req_managed_agents.errors import InvocationOutcomeUnknownError
 from req_managed_agents.model._stream import TextTracker
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
@@ -177,14 +178,12 @@ def test_a_claude_run_streams_each_piece_of_text_once(
     check_stream(items, items[-1], tools)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    "truncate_after", [None, 2, 4], ids=["undisturbed", "mid-text", "after-text"]
-)
+@pytest.mark.parametrize("throttled", [False, True], ids=["undisturbed", "throttled"])
 def test_an_agentcore_run_streams_each_piece_of_text_once(
-    agentcore: AgentCoreEmulator, truncate_after: int | None
+    agentcore: AgentCoreEmulator, throttled: bool
 ) -> None:
-    if truncate_after is not None:
-        agentcore.truncate_stream(after_frames=truncate_after)  # turn 1 is played again
+    if throttled:  # refused up front: invoked again, nothing shown twice
+        agentcore.fail_requests("POST", "/harnesses/invoke", 429, retry_after=0.05)
     tools = CountingTools()
     with (
         agentcore.provider() as provider,
@@ -192,8 +191,26 @@ def test_an_agentcore_run_streams_each_piece_of_text_once(
     ):
         items = list(session.stream("Add things", timeout=20))
     check_stream(items, items[-1], tools)  # type: ignore[arg-type]
-    if truncate_after is not None:
-        assert len(agentcore.invocations) == 4, "turn 1 was invoked twice"
+    assert len(agentcore.invocations) == 3
+
+
+def test_an_agentcore_stream_cut_mid_text_shows_that_text_once_then_stops(
+    agentcore: AgentCoreEmulator,
+) -> None:
+    agentcore.truncate_stream(after_frames=2)
+    items: list[object] = []
+    with (
+        agentcore.provider() as provider,
+        Session(provider, handler=CountingTools(), harness_arn=agentcore.add_harness()) as session,
+    ):
+        stream = session.stream("Add things", timeout=20)
+        with pytest.raises(InvocationOutcomeUnknownError):
+            items.extend(stream)
+    shown = "".join(item.text for item in items if isinstance(item, TextDelta))
+    assert shown
+    assert FINAL_TEXTS[0].startswith(shown)
+    assert not [item for item in items if isinstance(item, TextReset)]
+    assert len(agentcore.invocations) == 1, "a turn that may have happened is not sent again"
 
 
 def test_on_text_sees_the_text_as_it_is_written(claude: ClaudeEmulator) -> None:

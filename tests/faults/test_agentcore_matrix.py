@@ -5,18 +5,21 @@ The emulator commits a turn as its ``messageStop`` goes out. What a correct libr
 and so what each scenario asserts:
 
 * the stream ends before ``messageStop`` (truncated cleanly, or a frame whose CRC is wrong):
-  the turn was not played; re-invoking replays it, and the run recovers;
+  whether the harness committed the turn cannot be known from here (this emulator does
+  not; the live service might), and the harness keeps no history to ask. Invoking again
+  could run the turn twice - or skip its tool calls and report success - so the library
+  stops with :class:`InvocationOutcomeUnknownError` and runs no tool twice;
 * the stream breaks after ``messageStop`` (the trailing ``metadata`` missing, cleanly or
   with a cut connection; a corrupt frame in its place or after it; a stall before it): the
-  turn is complete and committed, so it is kept and never re-invoked - a re-invocation would
-  replay the prompt or the results into a conversation that has moved on. The usage of a
-  turn whose ``metadata`` never arrived is unknowable: that turn's usage is expected to be
+  turn is complete and committed, so it is kept and never re-invoked. The usage of a turn
+  whose ``metadata`` never arrived is unknowable: that turn's usage is expected to be
   zero, the rest of the result unchanged;
 * a stall before ``messageStop``: the invocation may still be running server-side, so the
   library gives up with :class:`IdleTimeoutError` (the test id says ``gives-up-...``);
-* InvokeHarness errors: throttling and 5xx bursts of 1 are retried away; a burst of 3
-  outlasts ``invoke_retries=2`` and the named error ends the run; a reset connection is
-  retried (the emulator plays nothing for a reset invocation, see ``reset_requests``);
+* InvokeHarness errors: a refusal (throttling, a 503 or 529 with ``retry-after``) in a burst
+  of 1 is retried away; a burst of 3 outlasts ``invoke_retries=2`` and the named error ends
+  the run, as does a bare 529 at once (it does not prove the turn did not start). A reset
+  connection after the request went out is an unknown outcome, as above;
 * after every answer carrying ``retry-after`` the next invocation waits that long.
 
 ``handle_event`` is fed at least once: every frame of every committed turn must have reached
@@ -26,6 +29,7 @@ it, in order, whatever else (frames of attempts that were retried) it also saw.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -37,7 +41,7 @@ from req_managed_agents import (
     SessionResult,
     run_to_completion,
 )
-from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.errors import InvocationOutcomeUnknownError, ManagedAgentsError
 from req_managed_agents.providers.agentcore import new_runtime_session_id
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, RecordedRequest, call
 from tests.faults._matrix import (
@@ -71,6 +75,7 @@ FRAMES = [
     ["messageStart", *_TEXT, *_END],
 ]
 INVOKE = RequestKind("POST", "/harnesses/invoke")
+UNKNOWN = InvocationOutcomeUnknownError
 
 
 def _tool_results(request: RecordedRequest) -> int:
@@ -102,7 +107,8 @@ KINDS = {
 def _expected_error(
     kind: str, status: int, burst: int, retry_after: bool
 ) -> type[ManagedAgentsError] | None:
-    if burst > RETRIES:
+    refused = status in (429, 503) or retry_after  # a throttle, or said when to come back
+    if burst > RETRIES or not refused:
         return RateLimitError if status == 429 else ServerError
     return None
 
@@ -135,8 +141,9 @@ def _stream_scenarios() -> list[Scenario]:
         stop = frames.index("messageStop")
         scenarios += [  # never as far as messageStop
             Scenario(
-                f"truncate-{t}-{_where(frames, after)}",
+                f"truncate-{t}-{_where(frames, after)}-gives-up-{UNKNOWN.__name__}",
                 _at_turn(turn, "truncate_stream", after_frames=after),
+                error=UNKNOWN,
             )
             for after in range(stop)
         ]
@@ -150,8 +157,10 @@ def _stream_scenarios() -> list[Scenario]:
         ]
         scenarios += [
             Scenario(
-                f"corrupt-{t}-{_where(frames, after)}",
+                f"corrupt-{t}-{_where(frames, after)}"
+                + ("" if after > stop else f"-gives-up-{UNKNOWN.__name__}"),
                 _at_turn(turn, "corrupt_frame", after_frames=after),
+                error=None if after > stop else UNKNOWN,
                 usage_lost=turn if after == len(frames) - 1 else None,
             )
             for after in range(len(frames) + 1)
@@ -170,10 +179,22 @@ def _stream_scenarios() -> list[Scenario]:
     return scenarios
 
 
+def _request_scenarios() -> list[Scenario]:
+    """A reset after the request went out leaves the turn's fate unknown, before the
+    emulator acted or after."""
+    scenarios = request_scenarios(KINDS, _expected_error)
+    return [
+        replace(s, id=f"{s.id}-gives-up-{UNKNOWN.__name__}", error=UNKNOWN)
+        if "-reset-" in s.id
+        else s
+        for s in scenarios
+    ]
+
+
 SCENARIOS = [
     Scenario("undisturbed", lambda emulator: None),
     *_stream_scenarios(),
-    *request_scenarios(KINDS, _expected_error),
+    *_request_scenarios(),
 ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import anthropic
 import pydantic
 
+from req_managed_agents.providers.claude.api._sessions import CREATE_TOKEN_KEY
 from req_managed_agents.testing import ClaudeEmulator, RecordedRequest
 
 
@@ -94,15 +95,31 @@ def wire_shape(request: RecordedRequest) -> tuple[str, str, dict[str, Any], Any]
     ``beta=true`` is left out of the query (the SDK's marker of beta paths), and so is a
     ``limit`` (page sizes are a client's own choice). An empty JSON object counts as no
     body: the SDK posts ``archive`` with none, the project's client with ``{}``, and both
-    mean "no parameters" to the service.
+    mean "no parameters" to the service. The token the project's client adds to a new
+    session's metadata is left out too (a deliberate difference: it finds a session whose
+    create answer was lost).
     """
     query = {
         name: values for name, values in request.query.items() if name not in ("beta", "limit")
     }
     body = request.body if isinstance(request.body, (dict, list)) and request.body else None
+    body = without_create_token(body)
     return (
         request.method,
         _anonymous(request.path),
         _anonymous(query),
         _anonymous(body),
     )
+
+
+def without_create_token(body: Any) -> Any:
+    """A body (or a session's metadata holder) without the project's create token; a
+    metadata object that held only the token goes too."""
+    if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+        return body
+    if CREATE_TOKEN_KEY not in body["metadata"]:
+        return body
+    metadata = {k: v for k, v in body["metadata"].items() if k != CREATE_TOKEN_KEY}
+    if metadata:
+        return {**body, "metadata": metadata}
+    return {k: v for k, v in body.items() if k != "metadata"}

@@ -4,18 +4,20 @@ Every turn is one streamed ``InvokeHarness`` call. The harness runs the agent lo
 ends or needs a local tool (``stopReason: tool_use``); the next invocation carries the
 results. Events reach ``on_event`` live, frame by frame.
 
-A failed invocation is retried (up to ``invoke_retries`` more times, with backoff) when the
-failure says nothing about the turn itself: a stream that ends without ``messageStop``
-(truncated), a broken connection, corrupt framing, throttling or a 5xx. It is not retried
+A failed invocation is invoked again (up to ``invoke_retries`` more times, with backoff)
+only when the failure proves the service did nothing with it: the connection was never made,
+or the service refused it up front (a throttle, a 503/529 with ``retry-after``). Anything
+else that breaks an invocation after it was sent - a reset, a truncated or corrupt stream, a
+5xx - leaves the turn's fate unknown: the harness may have committed it, tool calls pending,
+and it offers no history to ask. Sending the prompt again could run the turn twice, or skip
+its tool calls while the run reports success, so the run stops with
+:class:`~req_managed_agents.errors.InvocationOutcomeUnknownError` instead. Nor is it retried
 after an exception or error frame (the harness's final word), after any other 4xx, or after
-``idle_timeout`` of silence (the invocation may still be running server-side; a second one
-would run the turn twice). Once ``messageStop`` has arrived the harness has committed the
+``idle_timeout`` of silence. Once ``messageStop`` has arrived the harness has committed the
 turn: a stream that breaks after it (the trailing ``metadata`` or the end of the body
-missing) returns the turn as read, its usage possibly partial, and is never re-invoked,
-which would replay the prompt or the results into a conversation that has moved on.
-Delivery to ``handle_event`` is at least once: the events of an attempt that was then
-retried have already been delivered, though only the final attempt's events make up the
-turn.
+missing) returns the turn as read, its usage possibly partial. Delivery to ``handle_event``
+is at least once: the events of an attempt that was then retried have already been
+delivered, though only the final attempt's events make up the turn.
 
 A reattached runtime session (``runtime_session_id`` given) is not invoked until there is
 something to say: the harness keeps its conversation, so there is no turn to read back.
@@ -39,10 +41,9 @@ from req_managed_agents.errors import (
     APIError,
     ConfigurationError,
     IdleTimeoutError,
+    InvocationOutcomeUnknownError,
     ManagedAgentsError,
     ProviderStreamError,
-    RateLimitError,
-    ServerError,
     SessionError,
     StreamError,
     TransportError,
@@ -181,6 +182,12 @@ class AgentCoreConversation:
     def close(self) -> None:
         self.abort()
 
+    def delivered(self, prompt: str) -> bool | None:
+        return None  # the harness keeps the conversation and offers no way to read it
+
+    def discard(self) -> None:
+        self.close()  # nothing exists at the service until the first invocation
+
     def _track(self, response: requests.Response) -> None:
         with self._lock:
             self._response = response
@@ -236,11 +243,12 @@ class AgentCoreConversation:
                         exc,
                     )
                     return self._committed(fold, events)
-                if attempt >= self._retries or not _retryable(exc):
-                    raise
+                if attempt >= self._retries or not _refused(exc):
+                    error = _ambiguous(exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
                 retry_after = exc.retry_after if isinstance(exc, APIError) else None
-                if not INVOKE_RETRY.honours(retry_after):
-                    raise
                 delay = INVOKE_RETRY.delay(attempt, retry_after)
                 _log.info("retrying InvokeHarness in %.2f s after: %s", delay, exc)
             finally:
@@ -262,7 +270,28 @@ class AgentCoreConversation:
         return fold.result(events)
 
 
-def _retryable(error: ManagedAgentsError) -> bool:
-    if isinstance(error, (ProviderStreamError, IdleTimeoutError)):
-        return False
-    return isinstance(error, (StreamError, RateLimitError, ServerError, TransportError))
+def _refused(error: ManagedAgentsError) -> bool:
+    """Whether a failed invocation provably did nothing: it never reached the service, or
+    the service turned it away up front and said so (a throttle, an overload with
+    ``retry-after``). Only such a failure is invoked again."""
+    if isinstance(error, TransportError):
+        return error.not_sent
+    if isinstance(error, APIError):
+        return INVOKE_RETRY.should_retry(
+            error.status_code, error.error_type, idempotent=False, retry_after=error.retry_after
+        )
+    return False
+
+
+def _ambiguous(error: ManagedAgentsError) -> ManagedAgentsError:
+    """A failure after which the turn may or may not have happened, said so; the error the
+    service sent (an exception frame, a 4xx) stays as it is."""
+    if isinstance(error, (ProviderStreamError, APIError, IdleTimeoutError)):
+        return error
+    if isinstance(error, (StreamError, TransportError)) and not getattr(error, "not_sent", False):
+        return InvocationOutcomeUnknownError(
+            f"the invocation failed before its turn ended ({error}); the harness may have "
+            "committed the turn, so it was not sent again (that could run it twice); resume "
+            "the runtime session with a new input once you know"
+        )
+    return error

@@ -73,7 +73,7 @@ def _decode_payload(payload: bytes) -> Any:
     if not payload:
         return {}
     try:
-        return loads(payload)
+        return loads(payload, cut_deep=True)
     except ValueError:
         return {"raw": payload.decode("utf-8", "replace")}
 
@@ -181,7 +181,7 @@ def _input(fragments: list[str]) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        decoded = loads(raw)
+        decoded = loads(raw, cut_deep=True)
     except ValueError as exc:
         _log.warning("a tool use carried input that is not JSON (%s); passing {} to the tool", exc)
         return {}

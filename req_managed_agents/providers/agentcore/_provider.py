@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -138,6 +139,8 @@ class BedrockAgentCore:
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
+        cancelled: threading.Event | None = None,
+        resume: str | None = None,
     ) -> AgentCoreConversation:
         """Prepare a runtime session; nothing is sent until the first prompt."""
         check_options(options, _OPTIONS, "Bedrock AgentCore")
@@ -147,7 +150,8 @@ class BedrockAgentCore:
         )
         if not harness_arn:
             raise ConfigurationError("an AgentCore session needs harness_arn= (or harness=)")
-        runtime_session_id = options.get("runtime_session_id") or new_runtime_session_id()
+        reattached = resume or options.get("runtime_session_id")
+        runtime_session_id = reattached or new_runtime_session_id()
         if not _RUNTIME_SESSION_ID.fullmatch(str(runtime_session_id)):
             raise ConfigurationError(
                 "runtime_session_id must be 33-100 letters, digits, '-' or '_', "
@@ -168,7 +172,7 @@ class BedrockAgentCore:
             on_event=on_event,
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
-            reattached=bool(options.get("runtime_session_id")),
+            reattached=bool(reattached),
             on_text=on_text,
         )
 

@@ -19,6 +19,8 @@ a turn before the outcome's grading has settled does not end the turn.
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -47,7 +49,6 @@ from req_managed_agents.providers.claude._events import (
     asks_permission,
     custom_tool_result,
     define_outcome,
-    interrupt,
     is_boundary,
     normalize,
     text_of,
@@ -66,6 +67,9 @@ _log = get_logger(__name__)
 
 # How often opening a session looks whether its stream has connected (or failed).
 CONNECT_POLL = RetryPolicy.poll(0.05)
+# How long an interrupt waits for an input still on its way to land first (an input that
+# lands later is interrupted again).
+INPUT_SETTLE_WAIT = 30.0
 _PREVIEWS = frozenset({"event_start", "event_delta"})
 
 Event = Mapping[str, Any]
@@ -85,6 +89,7 @@ class ClaudeConversation:
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
+        cancelled: threading.Event | None = None,
     ) -> None:
         self.info = SessionInfo(session_id, PROVIDER_NAME, dict(metadata))
         self._client = client
@@ -98,6 +103,8 @@ class ClaudeConversation:
         self._asks: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
         self._outcome_pending = False
+        # Digests of the prompts the session has recorded (a keyed run asks).
+        self._prompts: set[str] = set()
         # The text of each agent message being previewed, per content block.
         self._previews: dict[str, dict[int, str]] = {}
         self._aborted = False
@@ -113,11 +120,14 @@ class ClaudeConversation:
         self._delivery = Delivery(
             client, session_id, self._feed, self._telemetry, lambda: self._aborted
         )
-        self._wait_connected()
+        self._wait_connected(cancelled)
 
-    def _wait_connected(self) -> None:
-        """Block until the stream is attached: only then may the first input go out."""
+    def _wait_connected(self, cancelled: threading.Event | None) -> None:
+        """Block until the stream is attached: only then may the first input go out. A
+        stop meanwhile (the session closed while it was opening) stops the feed too."""
         while not self._feed.connected.wait(CONNECT_POLL.delay(0)):
+            if cancelled is not None and cancelled.is_set():
+                self.abort()
             if self._aborted:
                 raise Aborted
             if not self._feed.alive:
@@ -178,16 +188,11 @@ class ClaudeConversation:
     def send_prompt(self, prompt: str) -> TurnResult:
         self._check_feed()
         message = user_message(prompt)
-        known = self._feed.seen_ids()
 
         def landed(history: Sequence[Event]) -> dict[int, str]:
-            # A user.message has no id of ours: it is ours if it is new and says the same.
+            # A user.message has no id of ours: one posted since ours that says the same is it.
             for event in history:
-                if (
-                    event.get("type") == "user.message"
-                    and event.get("id") not in known
-                    and text_of(event) == prompt
-                ):
+                if event.get("type") == "user.message" and text_of(event) == prompt:
                     return {0: str(event.get("id"))}
             return {}
 
@@ -227,13 +232,11 @@ class ClaudeConversation:
     def define_outcome(self, outcome: Outcome) -> TurnResult:
         self._check_feed()
         event = define_outcome(outcome)
-        known = self._feed.seen_ids()
 
         def landed(history: Sequence[Event]) -> dict[int, str]:
             for seen in history:
                 if (
                     seen.get("type") == DEFINE_OUTCOME
-                    and seen.get("id") not in known
                     and seen.get("description") == outcome.description
                 ):
                     return {0: str(seen.get("id"))}
@@ -249,12 +252,10 @@ class ClaudeConversation:
         self._client.send_events(self.session_id, [event], telemetry_metadata=self._telemetry)
 
     def interrupt(self) -> None:
-        try:
-            self._client.send_events(
-                self.session_id, [interrupt()], telemetry_metadata=self._telemetry
-            )
-        except ManagedAgentsError as exc:
-            _log.warning("could not interrupt session %s: %s", self.session_id, exc)
+        """Send ``user.interrupt`` once any input still in flight has landed: the service
+        takes events in order, and an interrupt ahead of the prompt it means would stop
+        nothing while the prompt starts a turn nobody watches."""
+        self._delivery.interrupt(wait=INPUT_SETTLE_WAIT)
 
     def abort(self) -> None:
         self._aborted = True
@@ -262,6 +263,16 @@ class ClaudeConversation:
 
     def close(self) -> None:
         self.abort()
+
+    def delivered(self, prompt: str) -> bool | None:
+        return _digest(prompt) in self._prompts
+
+    def discard(self) -> None:
+        self.abort()
+        try:
+            self._client.delete_session(self.session_id)
+        except ManagedAgentsError as exc:
+            _log.warning("could not delete the unused session %s: %s", self.session_id, exc)
 
     # -- internals ------------------------------------------------------------------------
 
@@ -295,6 +306,8 @@ class ClaudeConversation:
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
+        elif kind == "user.message":
+            self._prompts.add(_digest(text_of(event)))
         elif kind == "agent.message" and live and self._on_text is not None:
             message = str(event.get("id", ""))
             self._previews.pop(message, None)
@@ -374,3 +387,7 @@ def _is_activity(event: Event) -> bool:
     if kind == "user.interrupt":
         return False  # interrupting an idle session changes nothing
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -8,11 +8,13 @@ what is missing, a few times, with a growing pause that honours ``retry-after``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from req_managed_agents.errors import (
     APIError,
+    BadRequestError,
     ManagedAgentsError,
     RateLimitError,
     ServerError,
@@ -20,12 +22,12 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers._base import Aborted
 from req_managed_agents.providers.claude._client import ClaudeClient
-from req_managed_agents.providers.claude._events import CUSTOM_TOOL_RESULT
+from req_managed_agents.providers.claude._events import CUSTOM_TOOL_RESULT, interrupt
 from req_managed_agents.providers.claude._feed import EventFeed
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["RESEND", "Delivery", "Landed", "answered_id", "answers_landed"]
+__all__ = ["RESEND", "UNREGISTERED_CALL", "Delivery", "Landed", "answered_id", "answers_landed"]
 
 _log = get_logger(__name__)
 
@@ -33,11 +35,15 @@ _log = get_logger(__name__)
 # three times, 1 s doubling with jitter (the server's retry-after when it gives one; given up
 # on when it asks for more than 60 s).
 RESEND = RetryPolicy(max_retries=3, base=1.0, cap=8.0, max_retry_after=60.0)
+# A result posted before the service registered its call is refused with a 400; it is posted
+# again four times, 0.1 s doubling to 1 s.
+UNREGISTERED_CALL = RetryPolicy(max_retries=4, base=0.1, cap=1.0)
+_UNREGISTERED = "does not match any agent.tool_use event"
 
 Event = Mapping[str, Any]
 Landed = Callable[[Sequence[Event]], dict[int, str]]
-"""``landed(history)``: the position of each posted event found in the history, mapped to
-the id the session gave it."""
+"""``landed(history)``: the position of each posted event found among the events the session
+recorded since the post began, mapped to the id the session gave it."""
 
 
 class Delivery:
@@ -57,8 +63,44 @@ class Delivery:
         self._feed = feed
         self._telemetry = telemetry_metadata
         self._aborted = aborted
+        self._settled = threading.Condition()
+        self._in_flight = 0
+        self._interrupted = False
 
     def post(self, events: Sequence[Event], landed: Landed) -> set[str]:
+        """Post ``events`` so that each lands once (see :meth:`_post`); an input that lands
+        after the session was interrupted is interrupted again, so the stop reaches the turn
+        it starts."""
+        with self._settled:
+            self._in_flight += 1
+        try:
+            echoes = self._post(events, landed)
+        finally:
+            with self._settled:
+                self._in_flight -= 1
+                self._settled.notify_all()
+                interrupted = self._interrupted
+        if interrupted:
+            self._send_interrupt()
+        return echoes
+
+    def interrupt(self, wait: float) -> None:
+        """Stop the session's turn: after the inputs in flight have landed (waiting at most
+        ``wait`` seconds; any that lands later is followed by another interrupt)."""
+        with self._settled:
+            self._interrupted = True
+            self._settled.wait_for(lambda: self._in_flight == 0, wait)
+        self._send_interrupt()
+
+    def _send_interrupt(self) -> None:
+        try:
+            self._client.send_events(
+                self.session_id, [interrupt()], telemetry_metadata=self._telemetry
+            )
+        except ManagedAgentsError as exc:
+            _log.warning("could not interrupt session %s: %s", self.session_id, exc)
+
+    def _post(self, events: Sequence[Event], landed: Landed) -> set[str]:
         """Post ``events`` once; after a failure, re-send only those the history does not
         show (``landed`` maps the position of each event found there to the id the session
         gave it). Returns the ids of the events as the session recorded them.
@@ -70,6 +112,7 @@ class Delivery:
         same prompt twice.
         """
         kinds = {str(event["type"]) for event in events}
+        mark = self._feed.newest_id()  # what the session held before this post
         try:
             return _echo_ids(self.send(events), kinds)
         except (TransportError, ServerError, RateLimitError) as exc:
@@ -87,10 +130,7 @@ class Delivery:
             if self._feed.wait_stopped(delay) or self._aborted():
                 raise Aborted
             try:
-                history = self._client.list_events(
-                    self.session_id, telemetry_metadata=self._telemetry
-                )
-                found = landed(history)
+                found = landed(self._feed.history_after(mark))
                 missing = [event for i, event in enumerate(events) if i not in found]
                 echoes = set(found.values())
                 if not missing:
@@ -102,9 +142,22 @@ class Delivery:
         raise failure
 
     def send(self, events: Sequence[Event]) -> Mapping[str, Any]:
-        return self._client.send_events(
-            self.session_id, list(events), telemetry_metadata=self._telemetry
-        )
+        """One post; a result the service refuses because it has not registered the call
+        yet (it arrived before the call's own event was recorded, as on subagent threads) is
+        sent again after a short pause - that error and no other."""
+        attempt = 0
+        while True:
+            try:
+                return self._client.send_events(
+                    self.session_id, list(events), telemetry_metadata=self._telemetry
+                )
+            except BadRequestError as exc:
+                if attempt >= UNREGISTERED_CALL.max_retries or not _unregistered_call(exc):
+                    raise
+                _log.info("the service has not registered the call yet; posting again: %s", exc)
+                if self._feed.wait_stopped(UNREGISTERED_CALL.delay(attempt)) or self._aborted():
+                    raise Aborted from exc
+                attempt += 1
 
 
 def answered_id(event: Event) -> str:
@@ -153,3 +206,8 @@ def _echo_ids(posted: Mapping[str, Any], kinds: set[str]) -> set[str]:
         and event.get("id")
         and event.get("type", next(iter(kinds))) in kinds
     }
+
+
+def _unregistered_call(error: BadRequestError) -> bool:
+    """Whether a 400 says the answered call is not (yet) known to the service."""
+    return _UNREGISTERED in (error.message or "").lower()

@@ -30,7 +30,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -66,6 +66,9 @@ _log = get_logger(__name__)
 RECONNECT = RetryPolicy(max_retries=8, base=0.5, cap=10.0, max_retry_after=300.0)
 # A connection that stayed up this long was healthy, even if it carried only heartbeats.
 HEALTHY_CONNECTION_SECONDS = 30.0
+# How many recent event ids are kept to drop duplicates (a replayed frame, the overlap of a
+# catch-up with the stream): memory stays flat over a long session.
+SEEN_IDS_KEPT = 10_000
 _HEARTBEAT_TYPES = frozenset({"ping", "heartbeat"})
 # Previews asked for with event_deltas, and the frame types they arrive as.
 _PREVIEWED = ("agent.message",)
@@ -128,7 +131,10 @@ class EventFeed:
         # not queued yet (the stream thread's side).
         self._ready: deque[Event] = deque()
         self._batch: list[Event] = []
-        self._seen: set[str] = set()
+        # The ids of the events delivered most recently, oldest first (duplicates arrive
+        # close to their first copy), and the newest of them: catch-up reads back to it.
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._newest: str | None = None
         self._stopped = threading.Event()
         self._fatal: ManagedAgentsError | None = None
         # Whether the current connection delivered a session event not seen before.
@@ -162,10 +168,25 @@ class EventFeed:
         """Sleep up to ``seconds``; True as soon as the feed is stopped."""
         return self._stopped.wait(seconds)
 
-    def seen_ids(self) -> frozenset[str]:
-        """The ids of every event delivered so far (a snapshot, safe from any thread)."""
+    def newest_id(self) -> str | None:
+        """The id of the newest event delivered so far (safe from any thread)."""
         with self._lock:
-            return frozenset(self._seen)
+            return self._newest
+
+    def history_after(self, mark: str | None) -> list[Event]:
+        """The session's events newer than event ``mark`` (all of them for ``None``),
+        oldest first: read back from the newest, a page at a time, until ``mark``."""
+        if mark is None:
+            return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
+        newer: list[Event] = []
+        for event in self._client.iter_events(
+            self._session_id, order="desc", telemetry_metadata=self._metadata
+        ):
+            if event.get("id") == mark:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
 
     def check(self) -> None:
         """Raise why the feed ended, if it has: a new input would never see its turn."""
@@ -271,10 +292,10 @@ class EventFeed:
                 return
             first = not self.connected.is_set()
             telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
-            history = self._history()
+            history = self.history_after(self.newest_id())
             if first and self._deliver_history:
-                with self._lock:
-                    self._seen.update(str(e["id"]) for e in history if e.get("id"))
+                for old in history:
+                    self._remember(old.get("id"))
                 self._queue.put(History(history))
             else:
                 for missed in history:
@@ -295,7 +316,7 @@ class EventFeed:
                             "catching up after an unreadable %r frame: %s", sse.event, str(bad)
                         )
                         self._flush()
-                        for missed in self._history():
+                        for missed in self.history_after(self.newest_id()):
                             self._deliver(missed)
                         continue
                     if event is not None:
@@ -325,9 +346,6 @@ class EventFeed:
             self._deltas = ()
             return self._open_stream()
 
-    def _history(self) -> list[Event]:
-        return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
-
     def _flush(self) -> None:
         """Queue the events delivered since the last flush."""
         if self._batch:
@@ -340,11 +358,8 @@ class EventFeed:
             self._batch.append(event)  # live only, without an id: nothing to dedupe or report
             return
         event_id = event.get("id")
-        if isinstance(event_id, str) and event_id:
-            with self._lock:
-                if event_id in self._seen:
-                    return
-                self._seen.add(event_id)
+        if not self._remember(event_id):
+            return
         self._progressed = True
         telemetry.emit(
             "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
@@ -353,6 +368,19 @@ class EventFeed:
         if event.get("type") in _ENDING_TYPES:
             self._flush()
             raise _SessionEnded
+
+    def _remember(self, event_id: object) -> bool:
+        """Note a delivered event's id; ``False`` if it was delivered already."""
+        if not isinstance(event_id, str) or not event_id:
+            return True
+        with self._lock:
+            if event_id in self._seen:
+                return False
+            self._seen[event_id] = None
+            if len(self._seen) > SEEN_IDS_KEPT:
+                self._seen.popitem(last=False)
+            self._newest = event_id
+        return True
 
 
 class _SessionEnded(Exception):
@@ -372,7 +400,7 @@ def _parse(sse: ServerSentEvent) -> Event | None:
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip():
         return None
     try:
-        data = loads(sse.data)
+        data = loads(sse.data, cut_deep=True)
     except ValueError as exc:
         raise _Unparseable(str(exc)) from None
     if not isinstance(data, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -134,13 +135,15 @@ class ClaudeManagedAgents:
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
+        cancelled: threading.Event | None = None,
+        resume: str | None = None,
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
         check_options(options, _OPTIONS, "Claude Managed Agents")
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
-        session_id = options.get("session_id")
+        session_id = resume or options.get("session_id")
         if session_id:
             resumed = True
         else:
@@ -171,6 +174,7 @@ class ClaudeManagedAgents:
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
             on_text=on_text,
+            cancelled=cancelled,
         )
 
 

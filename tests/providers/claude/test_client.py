@@ -43,9 +43,11 @@ from req_managed_agents.providers.claude import (
     ClaudeClient,
     ClaudeManagedAgents,
 )
+from req_managed_agents.providers.claude.api._sessions import CREATE_TOKEN_KEY
 from req_managed_agents.testing import ClaudeEmulator
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import Secret
+from tests.support.sdk import without_create_token
 
 API = "https://api.test"
 KEY = "sk-ant-test-0123456789abcdefXYZ"
@@ -286,7 +288,18 @@ def test_json_endpoint_sends_the_documented_request_and_returns_the_json(
         assert not request.body
     else:
         assert request.headers["content-type"] == "application/json"
-        assert json_body(request) == body
+        assert _strip_token(json_body(request), body) == body
+
+
+def _strip_token(body: Any, expected: Any) -> Any:
+    """A create-session body without the token each create carries (and without the
+    metadata it made, when ``expected`` has none)."""
+    if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
+        return body
+    metadata = {k: v for k, v in body["metadata"].items() if k != CREATE_TOKEN_KEY}
+    if metadata or "metadata" in expected:
+        return {**body, "metadata": metadata}
+    return {k: v for k, v in body.items() if k != "metadata"}
 
 
 LIST_ENDPOINTS = [
@@ -314,7 +327,7 @@ LIST_ENDPOINTS = [
     pytest.param(
         lambda c: c.list_events("sesn_1"),
         "/v1/sessions/sesn_1/events",
-        {"limit": ["100"]},
+        {"limit": ["1000"]},
         MANAGED_AGENTS_BETA,
         id="list_events",
     ),
@@ -757,7 +770,7 @@ def test_list_follows_next_page_until_null_and_concatenates(
     queries = [query_of(c.request) for c in mock.calls]
     assert [q.get("page") for q in queries] == [None, ["page_b"], ["page_c"]]
     for query in queries:
-        assert query["limit"] == ["100"]
+        assert query["limit"] == (["1000"] if path.endswith("/events") else ["100"])
         assert query["include_archived"] == ["true"]  # filters survive every page
     if path == "/v1/files":
         for c in mock.calls:
@@ -765,7 +778,7 @@ def test_list_follows_next_page_until_null_and_concatenates(
             assert query_of(c.request)["scope_id"] == ["sesn_1"]
 
 
-def test_list_events_pages_through_history_with_limit_100(
+def test_list_events_pages_through_history_with_limit_1000(
     client: ClaudeClient, mock: responses.RequestsMock
 ) -> None:
     events = [{"id": f"sevt_{n}", "type": "agent.message"} for n in range(250)]
@@ -780,9 +793,9 @@ def test_list_events_pages_through_history_with_limit_100(
 
     queries = [query_of(c.request) for c in mock.calls]
     assert queries == [
-        {"limit": ["100"]},
-        {"limit": ["100"], "page": ["page_2"]},
-        {"limit": ["100"], "page": ["page_3"]},
+        {"limit": ["1000"]},
+        {"limit": ["1000"], "page": ["page_2"]},
+        {"limit": ["1000"], "page": ["page_3"]},
     ]
 
 
@@ -1452,12 +1465,32 @@ def test_non_idempotent_post_is_not_retried_on_a_refusal_without_retry_after(
 def test_creating_a_session_is_retried_even_when_the_server_may_have_acted(
     failure: dict[str, Any], client: ClaudeClient, mock: responses.RequestsMock
 ) -> None:
-    # The worst a repeat leaves behind is an empty idle session; giving up loses the run.
+    # The sessions made since are looked through for the lost create's token: none has it,
+    # so the create goes again, with the same token.
     mock.add(responses.POST, API + "/v1/sessions", **failure)
+    mock.add(responses.GET, API + "/v1/sessions", json={"data": [], "next_page": None})
     mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_2"})
 
     assert client.create_session("agent_1", "env_1") == {"id": "sesn_2"}
-    assert len(mock.calls) == 2
+    assert [c.request.method for c in mock.calls] == ["POST", "GET", "POST"]
+    assert mock.calls[0].request.body == mock.calls[2].request.body
+    assert query_of(mock.calls[1].request)["order"] == ["desc"]
+
+
+def test_a_create_whose_answer_was_lost_is_found_not_repeated(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    def made(request: Any) -> tuple[int, dict[str, str], str]:
+        token = json_body(mock.calls[0].request)["metadata"][CREATE_TOKEN_KEY]
+        other = {"id": "sesn_other", "metadata": {CREATE_TOKEN_KEY: "someone else's"}}
+        ours = {"id": "sesn_1", "metadata": {CREATE_TOKEN_KEY: token}}
+        return 200, {}, json.dumps({"data": [other, ours], "next_page": None})
+
+    mock.add(responses.POST, API + "/v1/sessions", body=requests.ConnectionError("reset"))
+    mock.add_callback(responses.GET, API + "/v1/sessions", callback=made)
+
+    assert client.create_session("agent_1", "env_1")["id"] == "sesn_1"
+    assert [c.request.method for c in mock.calls] == ["POST", "GET"]
 
 
 @pytest.mark.parametrize("status", [429, 503, 529])
@@ -2190,7 +2223,7 @@ CONTROL_PLANE_LISTS = [
     pytest.param(
         lambda c: c.list_thread_events("sesn_1", "sthr_1"),
         "/v1/sessions/sesn_1/threads/sthr_1/events",
-        {"limit": ["100"]},
+        {"limit": ["1000"]},
         MANAGED_AGENTS_BETA,
         id="list_thread_events",
     ),
@@ -2270,7 +2303,7 @@ CONTROL_PLANE_LISTS = [
         ),
         "/v1/sessions/sesn_1/events",
         {
-            "limit": ["100"],
+            "limit": ["1000"],
             "order": ["desc"],
             "types[]": ["agent.message", "agent.tool_use"],
             "created_at[gte]": ["2026-04-01T00:00:00Z"],
@@ -2533,7 +2566,10 @@ def test_create_session_sends_the_options_given_and_nothing_else(
     assert client.create_session(agent, "env_1", **kwargs) == {"id": "sesn_1"}
 
     request = mock.calls[0].request
-    assert json_body(request) == body
+    sent = json_body(request)
+    assert _strip_token(sent, body) == body
+    # A full metadata leaves no room for the token; otherwise every create carries one.
+    assert (CREATE_TOKEN_KEY in sent.get("metadata", {})) == (len(body.get("metadata", {})) < 16)
     assert_managed_agents_headers(request, MANAGED_AGENTS_BETA)
 
 
@@ -2541,6 +2577,7 @@ def test_create_session_with_options_is_retried_like_a_bare_one(
     client: ClaudeClient, mock: responses.RequestsMock
 ) -> None:
     mock.add(responses.POST, API + "/v1/sessions", status=500, json=error_body())
+    mock.add(responses.GET, API + "/v1/sessions", json={"data": [], "next_page": None})
     mock.add(responses.POST, API + "/v1/sessions", json={"id": "sesn_2"})
 
     session = client.create_session(
@@ -2548,8 +2585,8 @@ def test_create_session_with_options_is_retried_like_a_bare_one(
     )
 
     assert session == {"id": "sesn_2"}
-    assert len(mock.calls) == 2
-    assert mock.calls[0].request.body == mock.calls[1].request.body
+    assert len(mock.calls) == 3
+    assert mock.calls[0].request.body == mock.calls[2].request.body
 
 
 @pytest.mark.parametrize(
@@ -2748,12 +2785,15 @@ def test_session_options_reach_the_emulator(emulator: ClaudeEmulator) -> None:
         )
 
     assert session["title"] == "Nightly"
-    assert session["metadata"] == {"team": "infra"}
+    assert session["metadata"] == {
+        "team": "infra",
+        CREATE_TOKEN_KEY: session["metadata"][CREATE_TOKEN_KEY],
+    }
     assert session["agent"]["id"] == agent_id
     [mounted] = session["resources"]
     assert mounted["mount_path"] == "/mnt/session/uploads/data.csv"
     sent = [r for r in emulator.requests if (r.method, r.path) == ("POST", "/v1/sessions")]
-    assert [r.body for r in sent] == [
+    assert [without_create_token(r.body) for r in sent] == [
         {
             "agent": {"type": "agent", "id": agent_id, "version": 1},
             "environment_id": environment_id,

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import ConfigurationError, TransportError, run_to_completion
+from req_managed_agents import ConfigurationError, run_to_completion
 from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from tests.support.sdk import without_create_token
 from tests.support.tools import CountingTools
 
 
@@ -22,7 +23,7 @@ def emulator() -> Iterator[ClaudeEmulator]:
 
 def created(emulator: ClaudeEmulator) -> dict[str, Any]:
     (request,) = [r for r in emulator.requests if r.method == "POST" and r.path == "/v1/sessions"]
-    return dict(request.body)
+    return dict(without_create_token(request.body))
 
 
 def test_session_options_reach_the_session(emulator: ClaudeEmulator) -> None:
@@ -47,7 +48,8 @@ def test_session_options_reach_the_session(emulator: ClaudeEmulator) -> None:
         "metadata": {"ticket": "T-1"},
         "title": "Support ticket T-1",
     }
-    assert (session["title"], session["metadata"]) == ("Support ticket T-1", {"ticket": "T-1"})
+    shown = without_create_token(session)
+    assert (shown["title"], shown["metadata"]) == ("Support ticket T-1", {"ticket": "T-1"})
 
 
 def test_agent_version_pins_the_agent(emulator: ClaudeEmulator) -> None:
@@ -130,13 +132,21 @@ def test_initial_events_start_the_work_and_the_run_follows_it(emulator: ClaudeEm
     assert [m["content"][0]["text"] for m in messages] == ["hello", "and then"]
 
 
-def test_a_session_with_initial_events_is_not_created_twice(emulator: ClaudeEmulator) -> None:
+def test_a_session_whose_create_answer_was_lost_is_found_not_created_twice(
+    emulator: ClaudeEmulator,
+) -> None:
+    # The session is made, its initial event starts work, and the answer never arrives.
     emulator.reset_requests("POST", "/v1/sessions", after_acting=True)
     opening = [{"type": "user.message", "content": [{"type": "text", "text": "hello"}]}]
     ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
-    with emulator.provider() as provider, pytest.raises(TransportError):
-        run_to_completion(provider, handler=CountingTools(), initial_events=opening, **ids)
-    assert len(emulator.session_ids()) == 1
+    with emulator.provider() as provider:
+        result = run_to_completion(
+            provider, handler=CountingTools(), initial_events=opening, timeout=10, **ids
+        )
+    assert result.terminal == "end_turn"
+    (session_id,) = emulator.session_ids()
+    messages = [e for e in emulator.events(session_id) if e["type"] == "user.message"]
+    assert len(messages) == 1
 
 
 def test_a_subagents_tool_call_is_answered_on_its_thread(emulator: ClaudeEmulator) -> None:

@@ -10,7 +10,8 @@ reaches its callback live and the socket's read timeout works as an inter-chunk 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ import requests
 
 from req_managed_agents import telemetry
 from req_managed_agents.errors import ProviderStreamError, StreamError
-from req_managed_agents.eventstream import EventStreamDecoder, EventStreamMessage
+from req_managed_agents.eventstream import EventStreamDecoder
 from req_managed_agents.providers.agentcore._converse import Envelope, envelope
 from req_managed_agents.providers.agentcore.api._core import (
     REQUESTS,
@@ -146,12 +147,12 @@ class RuntimeAPI(ClientCore):
             telemetry_metadata=meta,
         )
         events: list[Envelope] = []
-        for message in _frames(response, idle, meta):
-            event = envelope(message)
-            telemetry.emit("stream.event", {}, {**meta, "type": next(iter(event), None)})
-            events.append(event)
-            if on_event is not None:
-                on_event(event)
+        with closing(_frames(response, idle, meta)) as frames:
+            for event in frames:
+                telemetry.emit("stream.event", {}, {**meta, "type": next(iter(event), None)})
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
         return events
 
     def invoke_agent_runtime_command(
@@ -189,24 +190,24 @@ class RuntimeAPI(ClientCore):
         output: dict[str, list[str]] = {"stdout": [], "stderr": []}
         exit_code: int | None = None
         status: str | None = None
-        for message in _frames(response, idle, meta):
-            event = envelope(message)
-            chunk = event.get("chunk", event)
-            if not isinstance(chunk, Mapping):
-                continue
-            delta = chunk.get("contentDelta")
-            if isinstance(delta, Mapping):
-                for stream in _OUTPUT_STREAMS:
-                    text = delta.get(stream)
-                    if isinstance(text, str) and text:
-                        output[stream].append(text)
-                        if on_output is not None:
-                            on_output(stream, text)
-            stop = chunk.get("contentStop")
-            if isinstance(stop, Mapping):
-                code = stop.get("exitCode")
-                exit_code = code if isinstance(code, int) else None
-                status = str(stop["status"]) if stop.get("status") is not None else None
+        with closing(_frames(response, idle, meta)) as frames:
+            for event in frames:
+                chunk = event.get("chunk", event)
+                if not isinstance(chunk, Mapping):
+                    continue
+                delta = chunk.get("contentDelta")
+                if isinstance(delta, Mapping):
+                    for stream in _OUTPUT_STREAMS:
+                        text = delta.get(stream)
+                        if isinstance(text, str) and text:
+                            output[stream].append(text)
+                            if on_output is not None:
+                                on_output(stream, text)
+                stop = chunk.get("contentStop")
+                if isinstance(stop, Mapping):
+                    code = stop.get("exitCode")
+                    exit_code = code if isinstance(code, int) else None
+                    status = str(stop["status"]) if stop.get("status") is not None else None
         return CommandResult(
             exit_code, status, "".join(output["stdout"]), "".join(output["stderr"])
         )
@@ -214,13 +215,17 @@ class RuntimeAPI(ClientCore):
 
 def _frames(
     response: requests.Response, idle_timeout: float, meta: Mapping[str, Any]
-) -> Iterator[EventStreamMessage]:
-    """Decode a streaming body frame by frame; closes the response in the end."""
+) -> Generator[Envelope, None, None]:
+    """Decode a streaming body frame by frame into event envelopes (an exception frame
+    raises here, so it is reported as the stream's error); closes the response in the end.
+    Iterate it under :func:`contextlib.closing`, so that closes at once however the
+    consumer stops."""
     decoder = EventStreamDecoder()
     telemetry.emit("stream.connected", {}, meta)
     try:
         for chunk in read_chunks(response, idle_timeout):
-            yield from decoder.feed(chunk)
+            for message in decoder.feed(chunk):
+                yield envelope(message)
         decoder.close()
         telemetry.emit("stream.done", {}, meta)
     except (StreamError, ProviderStreamError) as exc:

@@ -42,6 +42,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "FILES_BETA",
     "MANAGED_AGENTS_BETA",
+    "MAX_METADATA_PAIRS",
     "MEMORY_BETA",
     "REQUESTS",
     "AuthScheme",
@@ -65,8 +66,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 AuthScheme = Literal["x-api-key", "bearer"]
 _AUTH_SCHEMES = ("x-api-key", "bearer")
 
-# The API caps history pages at 1000; 100 keeps each response small while paging fast.
-EVENTS_PAGE_SIZE = 100
+# History pages hold up to 1000 events, the API's cap (as the official session runner asks).
+EVENTS_PAGE_SIZE = 1000
 LIST_PAGE_SIZE = 100
 # Lists whose items carry their content (``view="full"``) take pages of at most 20.
 FULL_VIEW_PAGE_SIZE = 20
@@ -74,7 +75,7 @@ FULL_VIEW_PAGE_SIZE = 20
 _ERROR_BODY_EXCERPT = 2000
 
 # The API's metadata limits (sessions, vaults, credentials, memory stores).
-_MAX_METADATA_PAIRS = 16
+MAX_METADATA_PAIRS = 16
 _MAX_METADATA_KEY = 64
 _MAX_METADATA_VALUE = 512
 # ``created_at_gte=`` (the SDK's keyword) is sent as ``created_at[gte]=``.
@@ -191,6 +192,7 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        cut_deep: bool = False,
     ) -> Json:
         response = self._http.request(
             method,
@@ -201,7 +203,7 @@ class ClientCore:
             headers=headers,
             telemetry_metadata=telemetry_metadata,
         )
-        return json_object(response, f"{method} {path}")
+        return json_object(response, f"{method} {path}", cut_deep=cut_deep)
 
     def _list_all(
         self,
@@ -218,8 +220,10 @@ class ClientCore:
         params: Mapping[str, Any] | None,
         headers: Mapping[str, str] | None,
         telemetry_metadata: Mapping[str, Any] | None,
+        cut_deep: bool = False,
     ) -> Iterator[Json]:
-        """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end."""
+        """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end;
+        ``cut_deep`` for pages of events, whose tool inputs may nest absurdly deep."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen_cursors: set[str] = set()
         while True:
@@ -230,6 +234,7 @@ class ClientCore:
                 params=query,
                 headers=headers,
                 telemetry_metadata=telemetry_metadata,
+                cut_deep=cut_deep,
             )
             data = page.get("data")
             if not isinstance(data, list):
@@ -258,13 +263,13 @@ class ClientCore:
         return {"anthropic-beta": f"{self.memory_beta},{self.beta}"}
 
 
-def json_object(response: requests.Response, what: str) -> Json:
+def json_object(response: requests.Response, what: str, *, cut_deep: bool = False) -> Json:
     """A successful response's JSON object; an empty body is ``{}``. Anything else is an
     :class:`APIError` quoting a bounded prefix of the body."""
     if not response.content:
         return {}
     try:
-        data = loads(response.content)
+        data = loads(response.content, cut_deep=cut_deep)
     except ValueError as exc:
         raise APIError(
             response.status_code,
@@ -327,8 +332,8 @@ def checked_metadata(metadata: object) -> dict[str, str]:
     """String keys and values within the API's limits (16 pairs, 64- and 512-char caps)."""
     if not isinstance(metadata, Mapping):
         raise ValueError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    if len(metadata) > _MAX_METADATA_PAIRS:
-        raise ValueError(f"metadata holds at most {_MAX_METADATA_PAIRS} pairs, got {len(metadata)}")
+    if len(metadata) > MAX_METADATA_PAIRS:
+        raise ValueError(f"metadata holds at most {MAX_METADATA_PAIRS} pairs, got {len(metadata)}")
     for key, value in metadata.items():
         if not isinstance(key, str) or not 1 <= len(key) <= _MAX_METADATA_KEY:
             raise ValueError(

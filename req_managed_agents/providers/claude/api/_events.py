@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import requests
@@ -55,9 +55,25 @@ class EventsAPI(ClientCore):
         ``created_at_gte=``, ``_gt``, ``_lte`` and ``_lt`` (ISO 8601 strings or datetimes,
         sent as ``created_at[gte]`` and so on) bound ``processed_at``.
         """
+        return list(
+            self.iter_events(
+                session_id, page_size=page_size, telemetry_metadata=telemetry_metadata, **query
+            )
+        )
+
+    def iter_events(
+        self,
+        session_id: str,
+        *,
+        page_size: int = EVENTS_PAGE_SIZE,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+        **query: Any,
+    ) -> Iterator[Json]:
+        """Like :meth:`list_events`, one page at a time: stop iterating and no further page
+        is asked for (reading back from the newest with ``order="desc"`` to a known event)."""
         path = f"/v1/sessions/{segment(session_id)}/events"
         params = {**query_params(query), "limit": page_size}
-        return self._list_all(path, params, None, telemetry_metadata)
+        return self._iter_pages(path, params, None, telemetry_metadata, cut_deep=True)
 
     def open_event_stream(
         self,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from req_managed_agents.errors import APIError, RateLimitError, ServerError, TransportError
 from req_managed_agents.providers.claude.api._core import (
+    MAX_METADATA_PAIRS,
     ClientCore,
     Json,
     as_list,
@@ -16,7 +20,12 @@ from req_managed_agents.providers.claude.api._core import (
     segment,
 )
 
-__all__ = ["SessionsAPI"]
+__all__ = ["CREATE_TOKEN_KEY", "SessionsAPI"]
+
+# The metadata key under which a create request's token is sent, and how far back in time
+# the sessions are looked through for it (the server's clock may differ from ours).
+CREATE_TOKEN_KEY = "rma_create"
+CREATE_CLOCK_SKEW = timedelta(minutes=10)
 
 # What a session can mount, and the field each kind cannot do without.
 _RESOURCE_ID_FIELDS = {
@@ -101,10 +110,11 @@ class SessionsAPI(ClientCore):
         yet. Options left at ``None`` are not sent; each is checked here so that a mistake is
         a :class:`ValueError` naming it.
 
-        A bare session is retried like an idempotent call even when the server may have
-        acted: the worst a repeat can leave behind is a second, idle session that does no
-        work, whereas giving up loses the whole run. With ``initial_events`` it is not, as a
-        repeat would do the work twice.
+        A create whose answer was lost (a reset, a timeout, a 5xx, a bare 429) may have made it:
+        each request carries a random token in the session's metadata under ``rma_create``
+        (when the caller's metadata leaves room for it), so the sessions created since are
+        looked through for it before the create is sent again. The run then goes on with the
+        session the lost answer named, and no second one is left behind.
         """
         body: Json = {
             "agent": _agent_reference(agent),
@@ -122,6 +132,9 @@ class SessionsAPI(ClientCore):
             ]
         if metadata is not None:
             body["metadata"] = checked_metadata(metadata)
+        token = secrets.token_hex(12)
+        if len(body.get("metadata", {})) < MAX_METADATA_PAIRS:
+            body["metadata"] = {**body.get("metadata", {}), CREATE_TOKEN_KEY: token}
         if title is not None:
             if not isinstance(title, str):
                 raise ValueError(f"title must be a string, got {type(title).__name__}")
@@ -132,14 +145,38 @@ class SessionsAPI(ClientCore):
             body["budget"] = dict(budget)
         if initial_events is not None:
             body["initial_events"] = _initial_events(initial_events)
-        return self._json(
-            "POST",
-            "/v1/sessions",
-            # A session that starts working at once is no longer harmless to create twice.
-            idempotent=initial_events is None,
-            body=body,
-            telemetry_metadata=telemetry_metadata,
-        )
+        tagged = body.get("metadata", {}).get(CREATE_TOKEN_KEY) == token
+        since = datetime.now(timezone.utc) - CREATE_CLOCK_SKEW
+        attempt = 0
+        while True:
+            try:
+                return self._json(
+                    "POST",
+                    "/v1/sessions",
+                    idempotent=False,
+                    body=body,
+                    telemetry_metadata=telemetry_metadata,
+                )
+            except (TransportError, ServerError, RateLimitError) as exc:
+                # A refusal the HTTP layer gave up on proves nothing was made: give up too.
+                refused = isinstance(exc, APIError) and exc.retry_after is not None
+                if not tagged or refused or attempt >= self._http.retry.max_retries:
+                    raise
+                if not (isinstance(exc, TransportError) and exc.not_sent):
+                    made = self._created_with(token, since, telemetry_metadata)
+                    if made is not None:
+                        return made
+                attempt += 1
+
+    def _created_with(
+        self, token: str, since: datetime, telemetry_metadata: Mapping[str, Any] | None
+    ) -> Json | None:
+        """The session a create request carrying ``token`` made, if it made one."""
+        params = query_params({"created_at_gte": since, "order": "desc"})
+        for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
+            if (session.get("metadata") or {}).get(CREATE_TOKEN_KEY) == token:
+                return session
+        return None
 
     def get_session(
         self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None

@@ -1,0 +1,165 @@
+"""Runs named by an ``idempotency_key``: retried anywhere, they continue, never start over.
+
+The first run with a key opens its provider session and binds the key to it in the ledger's
+store - before anything is sent - with one atomic create-if-absent; a second process racing
+it finds the binding, gives up the session it made and continues the bound one. A later run
+with the same key (a Celery task redelivered after its worker was killed, a batch resumed)
+reattaches that session and goes on from where it is:
+
+* where the provider keeps a history we can read (Claude), the history says whether the
+  prompt was delivered: a delivered prompt is never sent again, and the run continues from
+  the session's current turn (tools still unanswered are answered, through the ledger, so a
+  finished tool is never run again);
+* where it does not (AgentCore, whose harness keeps the conversation out of reach), the
+  binding records how far the run got - each finished turn, and each input just before it is
+  sent. A run that stopped between sending an input and seeing its turn end cannot know
+  whether the service took it: continuing could double a turn, so it raises
+  :class:`~req_managed_agents.AmbiguousRunError` and sends nothing.
+
+A key names one run of one prompt: the same key with another prompt is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from req_managed_agents.drivers._ledger import ToolLedger
+from req_managed_agents.errors import AmbiguousRunError, ConfigurationError
+from req_managed_agents.model._vocabulary import Terminal, ToolUse, TurnResult, Usage
+from req_managed_agents.providers._base import Conversation
+
+__all__ = ["KeyedRun"]
+
+Opener = Callable[["str | None"], Conversation]
+"""``open(resume)``: a conversation on a fresh session (``None``) or on session ``resume``."""
+
+
+class KeyedRun:
+    """The binding of one key: its session, and (for providers without a readable history)
+    how far the run got."""
+
+    def __init__(self, ledger: ToolLedger, key: str, binding: Mapping[str, Any]) -> None:
+        self.ledger = ledger
+        self.key = key
+        self._binding = dict(binding)
+        self._tracked = False
+
+    @classmethod
+    def open(
+        cls, ledger: ToolLedger, key: str, prompt: str, open_conversation: Opener
+    ) -> tuple[KeyedRun, Conversation, TurnResult | None, bool]:
+        """The keyed run's conversation, the turn to go on from, and whether the prompt
+        still has to be sent."""
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError("idempotency_key must be a non-empty string")
+        digest = _digest(prompt)
+        found = ledger.binding(key)
+        conversation: Conversation | None = None
+        if found is None:
+            conversation = open_conversation(None)
+            mine = {"session_id": conversation.info.session_id, "prompt": digest, "phase": "new"}
+            found = ledger.bind(key, mine)
+            if found == mine:
+                keyed = cls(ledger, key, found)
+                keyed._tracked = conversation.delivered(prompt) is None
+                return keyed, conversation, None, True
+            conversation.discard()  # another process bound the key first: use its session
+            conversation = None
+        if found.get("prompt") != digest:
+            raise ConfigurationError(
+                f"idempotency_key {key!r} already names a run of another prompt; use a new key "
+                "for a new prompt"
+            )
+        keyed = cls(ledger, key, found)
+        conversation = open_conversation(str(found["session_id"]))
+        resumed = conversation.resume()
+        delivered = conversation.delivered(prompt)
+        if delivered is not None:
+            return keyed, conversation, resumed, not delivered
+        keyed._tracked = True
+        phase = found.get("phase")
+        if phase == "new":
+            return keyed, conversation, None, True
+        if phase == "turn":
+            return keyed, conversation, _turn(found.get("turn")), False
+        conversation.close()
+        raise AmbiguousRunError(
+            f"the run keyed {key!r} stopped after sending its input and before seeing the "
+            "turn it started end; the provider keeps no history to check, so nothing was sent "
+            "again (sending it could run that turn twice)",
+            session_id=str(found["session_id"]),
+        )
+
+    def before_input(self) -> None:
+        """About to send an input (a prompt, tool results): from now until its turn ends,
+        a retry could not tell whether the provider took it."""
+        if self._tracked:
+            self._move({**self._binding, "phase": "sending", "turn": None})
+
+    def after_turn(self, turn: TurnResult) -> None:
+        """A turn ended: a retry may go on from it."""
+        if self._tracked:
+            self._move({**self._binding, "phase": "turn", "turn": _turn_record(turn)})
+
+    def _move(self, binding: dict[str, Any]) -> None:
+        if not self.ledger.rebind(self.key, self._binding, binding):
+            raise AmbiguousRunError(
+                f"the run keyed {self.key!r} is being continued by another process",
+                session_id=str(self._binding.get("session_id")),
+            )
+        self._binding = binding
+
+
+def _digest(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _turn_record(turn: TurnResult) -> dict[str, Any]:
+    """What a retry needs of a turn to go on from it (its raw events are not kept)."""
+    return {
+        "terminal": turn.terminal,
+        "text": turn.text,
+        "stop_reason": _jsonable(turn.stop_reason),
+        "tool_uses": [
+            {
+                "id": use.id,
+                "name": use.name,
+                "input": dict(use.input),
+                "session_thread_id": use.session_thread_id,
+            }
+            for use in turn.tool_uses
+        ],
+    }
+
+
+def _turn(record: Any) -> TurnResult:
+    if not isinstance(record, Mapping):
+        raise AmbiguousRunError("the keyed run's last turn was not recorded readably")
+    uses = tuple(
+        ToolUse(
+            str(use["id"]),
+            str(use["name"]),
+            dict(use.get("input") or {}),
+            session_thread_id=use.get("session_thread_id"),
+        )
+        for use in record.get("tool_uses") or ()
+        if isinstance(use, Mapping)
+    )
+    terminal: Terminal = "terminated"
+    if record.get("terminal") in ("end_turn", "requires_action"):
+        terminal = "end_turn" if record["terminal"] == "end_turn" else "requires_action"
+    return TurnResult(
+        terminal, str(record.get("text") or ""), uses, (), Usage(), record.get("stop_reason")
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
