@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
 
+from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.model._vocabulary import (
     Decision,
     SessionResult,
@@ -107,6 +108,7 @@ StreamItem = Union[
 """One item of :meth:`Session.stream`; the last one is always the :class:`SessionResult`."""
 
 ItemSink = Callable[[StreamItem], None]
+FINISHED_MESSAGES_KEPT = 1000
 
 
 class TextTracker:
@@ -118,7 +120,8 @@ class TextTracker:
     def __init__(self, emit: ItemSink) -> None:
         self._emit = emit
         self._shown: dict[str, str] = {}
-        self._done: set[str] = set()
+        # Finished messages, to drop their duplicates: bounded over a long session.
+        self._done = RecentSet(FINISHED_MESSAGES_KEPT)
 
     def update(self, message: str, text: str, final: bool) -> None:
         """Report ``text``, the whole text of ``message`` so far; ``final`` once recorded."""

@@ -62,23 +62,25 @@ def provision_claude(
     body = claude_agent_body(spec, env_spec)
     agent_digest = digest8(body)
     name = compose_name(spec.name, agent_digest, CLAUDE_NAMES)
-    with store_lock(store):
-        env_handle = (
-            environment
-            if isinstance(environment, EnvironmentHandle)
-            else ensure_environment(
-                provider,
-                env_spec or DEFAULT_CLAUDE_ENVIRONMENT,
-                name=f"{spec.name}_env",
-                store=store,
-            )
+    env_handle = (
+        environment
+        if isinstance(environment, EnvironmentHandle)
+        else ensure_environment(
+            provider,
+            env_spec or DEFAULT_CLAUDE_ENVIRONMENT,
+            name=f"{spec.name}_env",
+            store=store,
         )
-        key = "provision:" + digest(["claude", client.base_url, name, env_handle.environment_id])
-        cached = from_record(store.get(key))
-        if isinstance(cached, ClaudeAgentHandle):
-            if is_live(client.get_agent, cached.agent_id):
-                return cached
-            forget(store, cached)  # archived or deleted elsewhere: rebuild below
+    )
+    key = "provision:" + digest(["claude", client.base_url, name, env_handle.environment_id])
+    # The cached path takes no lock (a lookup and one GET); the lock guards only the create.
+    cached = _live_agent(client, store, store.get(key))
+    if cached is not None:
+        return cached
+    with store_lock(store):
+        cached = _live_agent(client, store, store.get(key))  # made while we waited?
+        if cached is not None:
+            return cached
         agent = find_claude_agent(client, name)
         if agent is None:
             try:
@@ -100,6 +102,18 @@ def provision_claude(
         )
         remember(store, key, handle)
     return handle
+
+
+def _live_agent(client: Any, store: Store, record: Any) -> ClaudeAgentHandle | None:
+    """The stored agent if it is still live; one archived or deleted elsewhere is
+    forgotten (every record of it) and ``None`` returned."""
+    cached = from_record(record)
+    if not isinstance(cached, ClaudeAgentHandle):
+        return None
+    if is_live(client.get_agent, cached.agent_id):
+        return cached
+    forget(store, cached)
+    return None
 
 
 def find_claude_agent(client: Any, name: str) -> dict[str, Any] | None:

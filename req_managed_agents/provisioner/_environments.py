@@ -163,18 +163,16 @@ def ensure_environment(
     env_name = compose_name(name, digest_8, CLAUDE_NAMES)
     key = "provision:" + digest(["environment", client.base_url, name, digest_8])
     bootstrap = _bootstrap(spec)
+    # The cached path takes no lock: a lookup and one GET must never wait for (or hold up)
+    # another process's provision. The lock guards only the create.
+    live = _live_record(client, store, key, bootstrap, store.get(key))
+    if live is not None:
+        return live
     with store_lock(store):
-        cached = store.get(key)
-        if cached is not None:
-            try:
-                stored = EnvironmentHandle.from_record(cached, bootstrap)
-            except ValueError:
-                store.delete(key)  # an unreadable record: rebuild it below
-            else:
-                if is_live(client.get_environment, stored.environment_id):
-                    return stored
-                store.delete(key)  # archived or deleted elsewhere: forget it, as a prune does
-                store.delete_value(stored.record())
+        again = store.get(key)  # another process may have made it while we waited
+        live = _live_record(client, store, key, bootstrap, again) if again else None
+        if live is not None:
+            return live
         found = _find(client, env_name)
         if found is None:
             try:
@@ -187,6 +185,25 @@ def ensure_environment(
         store.put(key, handle.record())
         store.put(f"digest:{name}:{digest_8}", handle.record())
     return handle
+
+
+def _live_record(
+    client: Any, store: Store, key: str, bootstrap: Bootstrap | None, cached: Any
+) -> EnvironmentHandle | None:
+    """The stored environment if it is still live; a stale or unreadable record is
+    forgotten (as a prune forgets) and ``None`` returned."""
+    if cached is None:
+        return None
+    try:
+        stored = EnvironmentHandle.from_record(cached, bootstrap)
+    except ValueError:
+        store.delete(key)  # an unreadable record: rebuild it
+        return None
+    if is_live(client.get_environment, stored.environment_id):
+        return stored
+    store.delete(key)  # archived or deleted elsewhere
+    store.delete_value(stored.record())
+    return None
 
 
 def _find(client: Any, env_name: str) -> dict[str, Any] | None:

@@ -16,8 +16,10 @@ store nor the provider already has them:
    machine, or a lost store, finds what an earlier run made);
 3. only then is it created; a create answering 409 recovers the resource by name.
 
-With a shared :class:`FileStore` the whole sequence holds the store's lock, so two processes
-provisioning the same spec at once end with one resource. Claude: an agent plus an
+Steps 2 and 3 hold the store's lock (and look in the store again once they have it), so
+two processes provisioning the same spec at once end with one resource; step 1 takes no
+lock, so a lookup never waits for another process's provision, and a tool call (whose
+ledger shares the store) never waits for either. Claude: an agent plus an
 environment (content-addressed too, shared by every agent with the same environment spec, so
 teardown leaves it to :func:`prune_environments`). AgentCore: a harness, waited on until
 ``READY`` within ``timeout`` and deleted again if it never gets there.

@@ -30,7 +30,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
@@ -49,6 +49,7 @@ from req_managed_agents.errors import (
     StreamReconnectError,
     TransportError,
 )
+from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
@@ -133,7 +134,7 @@ class EventFeed:
         self._batch: list[Event] = []
         # The ids of the events delivered most recently, oldest first (duplicates arrive
         # close to their first copy), and the newest of them: catch-up reads back to it.
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen = RecentSet(SEEN_IDS_KEPT)
         self._newest: str | None = None
         self._stopped = threading.Event()
         self._fatal: ManagedAgentsError | None = None
@@ -374,11 +375,8 @@ class EventFeed:
         if not isinstance(event_id, str) or not event_id:
             return True
         with self._lock:
-            if event_id in self._seen:
+            if not self._seen.add(event_id):
                 return False
-            self._seen[event_id] = None
-            if len(self._seen) > SEEN_IDS_KEPT:
-                self._seen.popitem(last=False)
             self._newest = event_id
         return True
 
