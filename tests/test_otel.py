@@ -21,15 +21,24 @@ from opentelemetry.trace import SpanKind, StatusCode
 from req_managed_agents import Tools, otel, run_to_completion
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
+_PROVIDERS: dict[int, TracerProvider] = {}
+
 
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _PROVIDERS[id(exporter)] = provider
     detach = otel.instrument(provider)
     yield exporter
     detach()
+    del _PROVIDERS[id(exporter)]
+
+
+def exporter_provider(exporter: InMemorySpanExporter) -> TracerProvider:
+    """The tracer provider the fixture's exporter is attached to."""
+    return _PROVIDERS[id(exporter)]
 
 
 def run_session(secret_argument: str = "s3cret-input") -> Any:
@@ -134,3 +143,16 @@ except MissingDependencyError as error:
     )
     assert result.stdout.startswith("otel | ")
     assert "pip install 'req-managed-agents[otel]'" in result.stdout
+
+
+def test_a_run_inside_a_span_belongs_to_that_trace(exporter: InMemorySpanExporter) -> None:
+    tracer = exporter_provider(exporter).get_tracer("caller")
+    with tracer.start_as_current_span("request") as caller:
+        run_session()
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    agent = spans["invoke_agent"]
+    assert agent.parent is not None
+    assert agent.parent.span_id == caller.get_span_context().span_id
+    assert agent.context.trace_id == caller.get_span_context().trace_id
+    tool = spans["execute_tool lookup"]
+    assert tool.context.trace_id == caller.get_span_context().trace_id

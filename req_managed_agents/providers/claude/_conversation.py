@@ -67,9 +67,6 @@ _log = get_logger(__name__)
 
 # How often opening a session looks whether its stream has connected (or failed).
 CONNECT_POLL = RetryPolicy.poll(0.05)
-# How long an interrupt waits for an input still on its way to land first (an input that
-# lands later is interrupted again).
-INPUT_SETTLE_WAIT = 30.0
 _PREVIEWS = frozenset({"event_start", "event_delta"})
 
 Event = Mapping[str, Any]
@@ -255,7 +252,7 @@ class ClaudeConversation:
         """Send ``user.interrupt`` once any input still in flight has landed: the service
         takes events in order, and an interrupt ahead of the prompt it means would stop
         nothing while the prompt starts a turn nobody watches."""
-        self._delivery.interrupt(wait=INPUT_SETTLE_WAIT)
+        self._delivery.interrupt()
 
     def abort(self) -> None:
         self._aborted = True

@@ -63,7 +63,7 @@ class Delivery:
         self._feed = feed
         self._telemetry = telemetry_metadata
         self._aborted = aborted
-        self._settled = threading.Condition()
+        self._lock = threading.Lock()
         self._in_flight = 0
         self._interrupted = False
 
@@ -71,26 +71,26 @@ class Delivery:
         """Post ``events`` so that each lands once (see :meth:`_post`); an input that lands
         after the session was interrupted is interrupted again, so the stop reaches the turn
         it starts."""
-        with self._settled:
+        with self._lock:
             self._in_flight += 1
         try:
-            echoes = self._post(events, landed)
-        finally:
-            with self._settled:
+            return self._post(events, landed)
+        finally:  # landed or not (a failed post may have landed too)
+            with self._lock:
                 self._in_flight -= 1
-                self._settled.notify_all()
                 interrupted = self._interrupted
-        if interrupted:
-            self._send_interrupt()
-        return echoes
+            if interrupted:
+                self._send_interrupt()
 
-    def interrupt(self, wait: float) -> None:
-        """Stop the session's turn: after the inputs in flight have landed (waiting at most
-        ``wait`` seconds; any that lands later is followed by another interrupt)."""
-        with self._settled:
+    def interrupt(self) -> None:
+        """Stop the session's turn, after the inputs in flight: with none, at once; with
+        one on its way, as soon as it lands (its post sends the interrupt then), so the
+        caller never waits for a slow post and the interrupt never overtakes it."""
+        with self._lock:
             self._interrupted = True
-            self._settled.wait_for(lambda: self._in_flight == 0, wait)
-        self._send_interrupt()
+            in_flight = self._in_flight
+        if not in_flight:
+            self._send_interrupt()
 
     def _send_interrupt(self) -> None:
         try:

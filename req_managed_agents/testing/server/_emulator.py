@@ -75,6 +75,7 @@ class LoopbackEmulator:
         retry_after: float | str | None = None,
         error_type: str | None = None,
         where: _RequestFilter | None = None,
+        message: str = "injected failure",
     ) -> None:
         """Answer the next ``times`` matching requests with an HTTP error instead.
 
@@ -83,11 +84,12 @@ class LoopbackEmulator:
         apart requests to one path by their :class:`RecordedRequest` body, say; it runs with
         the emulator's lock held, so it must neither block nor call the emulator.
         ``retry_after`` adds a ``retry-after`` header; ``error_type`` overrides the error
-        type the status implies. Rules apply in the order added.
+        type the status implies; ``message`` is the error's message. Rules apply in the order
+        added.
         """
         if isinstance(retry_after, (int, float)):
             retry_after = f"{retry_after:g}"
-        fault = RequestFault(status, error_type, retry_after)
+        fault = RequestFault(status, error_type, retry_after, message)
         self._server.faults.add_failure(method, path_regex, fault, times, where)
 
     def reset_requests(

@@ -28,6 +28,7 @@ from req_managed_agents import (
     SessionTimeoutError,
     Tools,
     run_to_completion,
+    telemetry,
 )
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import APIError, InvocationOutcomeUnknownError
@@ -236,8 +237,16 @@ def test_an_in_stream_failure_raises_provider_stream_error_without_retry(
 ) -> None:
     inject(emulator)
     tools = CountingTools()
-    with pytest.raises(ProviderStreamError) as caught:
-        run(provider, emulator, tools)
+    reported: list[tuple[str, dict[str, Any]]] = []
+    detach = telemetry.attach(lambda name, _, metadata: reported.append((name, metadata)))
+    try:
+        with pytest.raises(ProviderStreamError) as caught:
+            run(provider, emulator, tools)
+    finally:
+        detach()
+    errors = [meta for name, meta in reported if name.endswith(".stream.error")]
+    assert len(errors) == 1, "the broken stream is reported, at once"
+    assert message in errors[0]["reason"]
     assert caught.value.exception_type == exception_type
     assert caught.value.message == message
     assert len(emulator.invocations) == 1, "the harness's final word is not retried"

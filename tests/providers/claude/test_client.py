@@ -2935,3 +2935,32 @@ def test_validating_a_credential_over_loopback(emulator: ClaudeEmulator) -> None
     assert refused.value.error_type == "invalid_request_error"
     probes = [r for r in emulator.requests if r.path.endswith("/mcp_oauth_validate")]
     assert len(probes) == 4  # the 500 was retried: a probe creates nothing
+
+
+def test_a_server_saying_do_not_retry_is_not_retried(
+    client: ClaudeClient, mock: responses.RequestsMock, sleeps: list[float]
+) -> None:
+    headers = {"x-should-retry": "false"}
+    mock.add(
+        responses.GET, API + "/v1/agents/agent_1", status=500, json=error_body(), headers=headers
+    )
+    mock.add(responses.GET, API + "/v1/agents/agent_1", json={"id": "agent_1"})
+
+    with pytest.raises(ServerError):
+        client.get_agent("agent_1")
+    assert len(mock.calls) == 1
+    assert sleeps == []
+
+
+def test_a_server_saying_retry_is_retried_where_the_status_alone_would_not_be(
+    client: ClaudeClient, mock: responses.RequestsMock, sleeps: list[float]
+) -> None:
+    headers = {"x-should-retry": "true"}
+    mock.add(
+        responses.GET, API + "/v1/agents/agent_1", status=409, json=error_body(), headers=headers
+    )
+    mock.add(responses.GET, API + "/v1/agents/agent_1", json={"id": "agent_1"})
+
+    assert client.get_agent("agent_1") == {"id": "agent_1"}
+    assert len(mock.calls) == 2
+    assert len(sleeps) == 1
