@@ -1,19 +1,30 @@
 """What ``verbose=True`` shows while a run goes on: its text, and one line of progress.
 
-The agent's text is written to stdout as it arrives. The progress line - which turn, how
-many tools are running, how the run ended - is kept to one line that updates in place: in
-a Jupyter notebook as a display that is updated (IPython is only used when it is already
-imported, so a script never pays for it), on a terminal as a line on stderr rewritten with
-``\\r``, and not at all when stderr is a file or a pipe (logs stay clean).
+The agent's text is written as it arrives, a blank line between two messages. The progress
+line - which turn, how many tools are running, how the run ended - is one line updated in
+place, and it never overwrites text:
+
+* on a terminal, it lives on stderr's last line, drawn only where a line starts: text that
+  comes next first erases it (``\\r\\033[K``) and is written from that column; while a line of
+  text is half written the progress line waits, and it is drawn again once the line ends or
+  the message does. It is not drawn at all when stderr is not a terminal (logs stay clean);
+* in a Jupyter notebook, text and progress are one display updated in place, the progress
+  line under the text (IPython is only used when it is already imported, so a script never
+  pays for it).
+
+Turns are counted as a person reads them: the tools a turn asked for run under that turn's
+number, and the next number shows once they have all finished.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Any, Callable, TextIO
+import time
+from typing import Any, TextIO
 
 from req_managed_agents.model._stream import (
+    MessageDone,
     StreamItem,
     TextDelta,
     ToolCallFinished,
@@ -24,75 +35,181 @@ from req_managed_agents.model._vocabulary import SessionResult
 
 __all__ = ["Progress"]
 
-StatusWriter = Callable[[str], None]
+# A notebook display is redrawn at most this often while text streams (each redraw sends
+# the whole text to the browser).
+NOTEBOOK_REDRAW_SECONDS = 0.1
 
 
 class Progress:
-    """Shows one run (used from the session's worker thread only)."""
+    """Shows one run (used from the session's worker thread only). ``out`` and ``err`` are
+    where text and the progress line go (stdout and stderr by default)."""
 
-    def __init__(self, out: TextIO | None = None, status: StatusWriter | None = None) -> None:
-        self._out = out if out is not None else sys.stdout
-        self._status = status if status is not None else _status_writer()
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         self._turn = 1
         self._running = 0
+        self._tools_of: int | None = None  # the turn whose tools are running
+        self._message: str | None = None
+        notebook = _notebook_display() if out is None and err is None else None
+        self._view: _View = notebook or _TerminalView(out or sys.stdout, err or sys.stderr)
 
     def __call__(self, item: StreamItem) -> None:
         if isinstance(item, TextDelta):
-            self._out.write(item.text)
-            self._out.flush()
+            if self._message is not None and item.message != self._message:
+                self._view.text_break()
+            self._message = item.message
+            if self._tools_of is not None and not self._running:
+                self._next_turn()
+            self._view.text(item.text)
             return
-        if isinstance(item, ToolCallStarted):
+        if isinstance(item, MessageDone):
+            self._view.line_end()
+        elif isinstance(item, ToolCallStarted):
             self._running += 1
         elif isinstance(item, ToolCallFinished):
             self._running = max(0, self._running - 1)
+            if not self._running:
+                self._next_turn()
         elif isinstance(item, TurnEnded):
-            self._turn = item.number + 1
-            self._running = 0
-        else:
-            return
-        self._show()
+            self._turn = item.number
+            self._tools_of = item.number if item.turn.terminal == "requires_action" else None
+        self._view.status(self._line())
 
     def finish(self, result: SessionResult) -> None:
         """The last word of the line: how the run ended."""
-        if self._status is not None:
-            self._status(
-                f"{result.terminal} after {result.turns} turn(s), "
-                f"{len(result.tool_uses)} tool call(s), {result.usage.total_tokens} tokens"
-            )
+        self._view.close(
+            f"{result.terminal} after {result.turns} turn(s), "
+            f"{len(result.tool_uses)} tool call(s), {result.usage.total_tokens} tokens"
+        )
 
-    def _show(self) -> None:
-        if self._status is None:
-            return
+    def _next_turn(self) -> None:
+        if self._tools_of is not None:
+            self._turn = self._tools_of + 1
+            self._tools_of = None
+
+    def _line(self) -> str:
         tools = f", {self._running} tool(s) running" if self._running else ""
-        self._status(f"turn {self._turn}{tools}")
+        return f"turn {self._turn}{tools}"
 
 
-def _status_writer() -> StatusWriter | None:
-    """Where the progress line goes here: a notebook display, a terminal line, or nowhere."""
-    notebook = _notebook_display()
-    if notebook is not None:
-        return notebook
-    stream = sys.stderr
-    if not stream.isatty():
-        return None
+class _View:
+    """Where a run is shown."""
 
-    def terminal(text: str) -> None:
-        stream.write(f"\r\033[K[{text}]")
-        stream.flush()
+    def text(self, text: str) -> None:
+        raise NotImplementedError
 
-    return terminal
+    def text_break(self) -> None:
+        """A new message starts: a blank line after the last one."""
+        raise NotImplementedError
+
+    def line_end(self) -> None:
+        """A message ended: the progress line may be drawn again."""
+
+    def status(self, line: str) -> None:
+        raise NotImplementedError
+
+    def close(self, line: str) -> None:
+        raise NotImplementedError
 
 
-def _notebook_display() -> StatusWriter | None:
+class _TerminalView(_View):
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self._out = out
+        self._err = err if _isatty(err) else None
+        # Text and status share one screen only when both go to the terminal.
+        self._shared = self._err is not None and _isatty(out)
+        self._column = 0  # characters written since the last newline
+        self._shown: str | None = None  # the progress line on the screen now
+        self._wanted: str | None = None
+
+    def text(self, text: str) -> None:
+        if not text:
+            return
+        self._erase()
+        self._out.write(text)
+        self._out.flush()
+        last = text.rfind("\n")
+        self._column = len(text) - last - 1 if last >= 0 else self._column + len(text)
+        self._draw()
+
+    def text_break(self) -> None:
+        self.text("\n\n" if self._column else "\n")
+
+    def line_end(self) -> None:
+        if self._column:
+            self.text("\n")  # the message ends its line: the progress line goes under it
+
+    def status(self, line: str) -> None:
+        self._wanted = line
+        self._draw()
+
+    def close(self, line: str) -> None:
+        if self._column:
+            self.text("\n")
+        self._wanted = line
+        self._draw()
+        if self._shown is not None and self._err is not None:
+            self._err.write("\n")
+            self._err.flush()
+            self._shown = None
+
+    def _erase(self) -> None:
+        if self._shown is not None and self._err is not None and self._shared:
+            self._err.write("\r\033[K")
+            self._err.flush()
+            self._shown = None
+
+    def _draw(self) -> None:
+        err, wanted = self._err, self._wanted
+        if err is None or wanted is None or (self._shared and self._column):
+            return  # no terminal, nothing to say, or a line of text is half written
+        if wanted != self._shown:
+            err.write(f"\r\033[K[{wanted}]")
+            err.flush()
+            self._shown = wanted
+
+
+class _NotebookView(_View):
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._text: list[str] = []
+        self._line = "starting"
+        self._drawn = 0.0
+
+    def text(self, text: str) -> None:
+        self._text.append(text)
+        self._redraw(force=False)
+
+    def text_break(self) -> None:
+        self._text.append("\n\n")
+
+    def status(self, line: str) -> None:
+        self._line = line
+        self._redraw(force=True)
+
+    def close(self, line: str) -> None:
+        self._line = line
+        self._redraw(force=True)
+
+    def _redraw(self, *, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._drawn < NOTEBOOK_REDRAW_SECONDS:
+            return
+        self._drawn = now
+        shown = "".join(self._text).rstrip("\n")
+        body = f"{shown}\n\n[{self._line}]" if shown else f"[{self._line}]"
+        self._handle.update({"text/plain": body}, raw=True)
+
+
+def _isatty(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
+
+
+def _notebook_display() -> _NotebookView | None:
     ipython = sys.modules.get("IPython")
     get_ipython = getattr(ipython, "get_ipython", None)
     shell: Any = get_ipython() if callable(get_ipython) else None
     if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
         return None
     display: Any = importlib.import_module("IPython.display").display
-    handle = display({"text/plain": "starting"}, raw=True, display_id=True)
-
-    def update(text: str) -> None:
-        handle.update({"text/plain": text}, raw=True)
-
-    return update
+    return _NotebookView(display({"text/plain": "[starting]"}, raw=True, display_id=True))

@@ -9,6 +9,7 @@ value fails when the session is made, before anything is sent.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,7 +56,11 @@ class SessionOptions(TypedDict, total=False):
     * ``metadata``: reaches handlers through ``SessionInfo``; ``telemetry_metadata``: tags
       every telemetry event of the session.
     * ``turn_guard``: see :data:`TurnGuard`.
-    * ``on_text``: called with each new piece of the agent's text as it is written.
+    * ``on_text``: called with each new piece of the agent's text as it is written; before
+      each message after the first it gets ``"\n\n"``, so that printed messages stand apart.
+      A callable taking two arguments gets ``(text, new_message)`` instead, and no
+      separator: ``new_message`` is true for the first piece of each message after the
+      first.
     * ``confirm`` (``"raise"``): see :data:`ConfirmPolicy`; a handler's
       ``handle_confirmation`` takes precedence.
     * ``terminal_tool`` and ``max_reprompts`` (2): an ``end_turn`` that never called that
@@ -78,7 +83,7 @@ class SessionOptions(TypedDict, total=False):
     metadata: Mapping[str, Any] | None
     telemetry_metadata: Mapping[str, Any] | None
     turn_guard: TurnGuard | None
-    on_text: Callable[[str], None] | None
+    on_text: Callable[[str], None] | Callable[[str, bool], None] | None
     confirm: ConfirmPolicy
     terminal_tool: str | None
     max_reprompts: int
@@ -103,7 +108,7 @@ class Settings:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     telemetry_metadata: Mapping[str, Any] = field(default_factory=dict)
     turn_guard: TurnGuard | None = None
-    on_text: Callable[[str], None] | None = None
+    on_text: Callable[..., None] | None = None
     confirm: ConfirmPolicy = "raise"
     terminal_tool: str | None = None
     max_reprompts: int = DEFAULT_MAX_REPROMPTS
@@ -113,6 +118,11 @@ class Settings:
     ledger: ToolLedger | None = None
     on_unfinished: UnfinishedPolicy = "error"
     idempotency_key: str | None = None
+
+    @property
+    def text_sink(self) -> Callable[[str, bool], None] | None:
+        """``on_text`` as ``(text, new_message)``, whichever form it was given in."""
+        return text_sink(self.on_text)
 
     @property
     def telemetry(self) -> dict[str, Any]:
@@ -186,3 +196,30 @@ def _outcome(outcome: Any, provider: Any) -> Outcome:
         except TypeError as exc:
             raise ConfigurationError(f"outcome: {exc}") from None
     raise ConfigurationError("outcome must be an Outcome or a mapping of its fields")
+
+
+def text_sink(on_text: Callable[..., None] | None) -> Callable[[str, bool], None] | None:
+    """``on_text`` called as ``(text, new_message)``: as given when it takes two positional
+    arguments, else with ``"\n\n"`` before each new message and the text alone."""
+    if on_text is None:
+        return None
+    if _positional_arity(on_text) >= 2:
+        return on_text
+
+    def one_argument(text: str, new_message: bool) -> None:
+        if new_message:
+            on_text("\n\n")
+        on_text(text)
+
+    return one_argument
+
+
+def _positional_arity(function: Callable[..., None]) -> int:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature, such as print
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return 1  # print(*args) and friends: one argument, as documented
+    return sum(p.kind in kinds and p.default is inspect.Parameter.empty for p in parameters)

@@ -46,7 +46,8 @@ class Run:
     """What one run has gathered so far (changed by the session's worker thread only)."""
 
     session_id: str | None = None
-    on_text: Callable[[str], None] | None = None
+    # ``on_text(text, new_message)``: see :func:`~req_managed_agents.drivers._options.text_sink`.
+    on_text: Callable[[str, bool], None] | None = None
     items: queue.Queue[StreamItem | _Done] | None = None
     progress: Progress | None = None
     terminal_tool: str | None = None
@@ -68,6 +69,7 @@ class Run:
     keyed: KeyedRun | None = None
 
     _held: TurnEnded | None = field(default=None, init=False, repr=False)
+    _message: str | None = field(default=None, init=False, repr=False)
     _finished: bool = field(default=False, init=False, repr=False)
     _items_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -86,8 +88,10 @@ class Run:
         result is set: the last item of a run must never come before its result, or a
         consumer that stops at it would seem to walk away from a run still going."""
         if self.on_text is not None and isinstance(item, TextDelta):
+            new_message = self._message is not None and item.message != self._message
+            self._message = item.message
             try:
-                self.on_text(item.text)
+                self.on_text(item.text, new_message)
             except Exception as exc:
                 _log.warning("on_text raised %s; continuing", describe_exception(exc))
         if self.progress is not None:

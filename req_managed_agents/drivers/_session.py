@@ -245,7 +245,7 @@ class Session:
             self._future = future
             run = Run(
                 session_id=self.session_id,
-                on_text=self._settings.on_text,
+                on_text=self._settings.text_sink,
                 items=items,
                 terminal_tool=self._settings.terminal_tool,
                 progress=Progress() if self._settings.verbose else None,

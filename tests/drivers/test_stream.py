@@ -224,7 +224,7 @@ def test_on_text_sees_the_text_as_it_is_written(claude: ClaudeEmulator) -> None:
             timeout=20,
             **claude_ids(claude),
         )
-    assert "".join(pieces) == "".join(FINAL_TEXTS)
+    assert "".join(pieces) == "\n\n".join(FINAL_TEXTS)  # a blank line between messages
     assert result.text == FINAL_TEXTS[-1]
 
 
