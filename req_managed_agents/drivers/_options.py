@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import Outcome, Usage
+from req_managed_agents.providers._base import check_options
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.tools._registry import Tools
 
@@ -139,6 +140,10 @@ def split_options(
         raise ConfigurationError("handler must have a handle_tool_call(name, input, context)")
     mine = {k: v for k, v in options.items() if k in _DRIVER_OPTIONS}
     connect = {k: v for k, v in options.items() if k not in _DRIVER_OPTIONS}
+    known = getattr(provider, "options", None)  # a provider written before it had one
+    if isinstance(known, frozenset):
+        name = getattr(provider, "name", type(provider).__name__)
+        check_options(connect, known, name, also=_DRIVER_OPTIONS)
     for name in ("metadata", "telemetry_metadata"):
         if name in mine:
             mine[name] = dict(mine[name] or {})

@@ -9,8 +9,9 @@ and the agent's text as it is written through ``on_text``.
 
 from __future__ import annotations
 
+import difflib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from req_managed_agents.errors import ConfigurationError
@@ -116,9 +117,12 @@ class Conversation(Protocol):
 
 
 class Provider(Protocol):
-    """A managed agent runtime the drivers can open conversations with."""
+    """A managed agent runtime the drivers can open conversations with. ``options`` names
+    the connect options it takes; a session checks them when it is made, so that a typo
+    fails there, with the closest name, before anything is sent."""
 
     name: str
+    options: frozenset[str]
 
     def open_conversation(
         self,
@@ -144,14 +148,25 @@ class Provider(Protocol):
         ...
 
 
-def check_options(options: Mapping[str, Any], allowed: frozenset[str], provider: str) -> None:
-    """Refuse driver options this provider does not know (a typo must not pass silently)."""
-    unknown = set(options) - allowed
-    if unknown:
-        raise ConfigurationError(
-            f"unknown option(s) for {provider}: {', '.join(sorted(unknown))} "
-            f"(allowed: {', '.join(sorted(allowed))})"
-        )
+def check_options(
+    options: Mapping[str, Any],
+    allowed: frozenset[str],
+    provider: str,
+    also: Iterable[str] = (),
+) -> None:
+    """Refuse options this provider does not know (a typo must not pass silently), naming
+    the closest known one - among ``allowed`` and ``also`` (the drivers' own)."""
+    unknown = sorted(set(options) - allowed)
+    if not unknown:
+        return
+    known = sorted({*allowed, *also})
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hints.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    raise ConfigurationError(
+        f"unknown option(s) for {provider}: {', '.join(hints)}; allowed: {', '.join(known)}"
+    )
 
 
 def count(raw: Mapping[str, Any], key: str) -> int:

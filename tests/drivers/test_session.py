@@ -26,6 +26,7 @@ from req_managed_agents import (
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.model._vocabulary import Outcome
 from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
+from req_managed_agents.testing import ClaudeEmulator
 
 
 class FakeConversation:
@@ -302,3 +303,12 @@ def test_the_turn_guard_stops_further_work() -> None:
     )
     assert result.stop_reason == {"type": "halted", "reason": "budget"}
     assert calls == []
+
+
+def test_a_misspelt_option_is_refused_with_the_closest_name() -> None:
+    with ClaudeEmulator() as emulator, emulator.provider() as provider:
+        with pytest.raises(ConfigurationError, match=r"'max_turn' \(did you mean 'max_turns'\?\)"):
+            Session(provider, handler=Tools(), max_turn=3, agent_id="a", environment_id="e")
+        with pytest.raises(ConfigurationError, match=r"'agent_idd' \(did you mean 'agent_id'\?\)"):
+            run_to_completion(provider, "hi", handler=Tools(), agent_idd="a", environment_id="e")
+    assert emulator.requests == [], "refused before anything was sent"

@@ -77,6 +77,7 @@ class BedrockAgentCore:
     """
 
     name = PROVIDER_NAME
+    options = _OPTIONS  # the connect options a session may pass
     supports_outcomes = False
 
     def __init__(

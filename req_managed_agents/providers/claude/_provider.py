@@ -79,6 +79,7 @@ class ClaudeManagedAgents:
     """
 
     name = PROVIDER_NAME
+    options = _OPTIONS  # the connect options a session may pass
     supports_outcomes = True
 
     def __init__(
