@@ -85,6 +85,11 @@ def run_command(
         out.write(f"wrote {len(data)} bytes to {args.output}\n")
     else:
         sink = binary_out if binary_out is not None else sys.stdout.buffer
+        if binary_out is None and sys.stdout.isatty():
+            raise CliError(
+                f"{args.name} is {len(data)} bytes of file content, not for a terminal",
+                hint=f"pass -o FILE, or redirect: rma artifacts fetch ... > {args.name}",
+            )
         sink.write(data)
         sink.flush()
     return 0

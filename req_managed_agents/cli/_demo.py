@@ -184,7 +184,7 @@ def _script(turn: Any, call: Any, delay: float) -> list[Any]:
 
 def _run_claude(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> SessionResult:
     with open_provider("claude") as provider:
-        out.write("Running against the Claude Managed Agents API.\n")
+        out.write(f"Running against the Claude Managed Agents API at {provider.client.base_url}.\n")
         return _show(
             provider,
             args,

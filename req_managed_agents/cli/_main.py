@@ -9,6 +9,7 @@ put in terms of flags and environment variables first.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from req_managed_agents.errors import (
     AuthenticationError,
     ConfigurationError,
     ManagedAgentsError,
+    MissingDependencyError,
     NotFoundError,
     RateLimitError,
     ServerError,
@@ -109,6 +111,11 @@ def _main(argv: Sequence[str] | None) -> int:
         except SystemExit as exit_:  # --help and --version print, then exit
             return exit_.code if isinstance(exit_.code, int) else EXIT_OK
         if args.command is None:
+            if unknown:
+                raise CliError(
+                    f"unrecognized arguments: {' '.join(unknown)}{_closest(parser, unknown[0])}",
+                    hint="rma --help lists the commands and options",
+                )
             raise CliError("no command given", hint="rma --help lists the commands")
         command = " ".join(["rma", args.command, *([args.action] if "action" in args else [])])
         if unknown:
@@ -142,6 +149,8 @@ def _classify(exc: ManagedAgentsError, command: str) -> tuple[int, str]:
     """The exit status and hint for a library error."""
     if isinstance(exc, SessionTimeoutError):
         return EXIT_TIMEOUT, "raise --timeout"
+    if isinstance(exc, MissingDependencyError):
+        return EXIT_CONFIG, f"install the extra: pip install 'req-managed-agents[{exc.extra}]'"
     if isinstance(exc, ConfigurationError):
         return (
             EXIT_CONFIG,
@@ -167,6 +176,17 @@ def _classify(exc: ManagedAgentsError, command: str) -> tuple[int, str]:
     if isinstance(exc, ArtifactNotFoundError):
         return EXIT_FAILED, "rma artifacts list SESSION shows the session's files"
     return EXIT_FAILED, f"{command} --help describes the command"
+
+
+def _closest(parser: argparse.ArgumentParser, given: str) -> str:
+    """`` (did you mean --version?)`` for a misspelt top-level option or command."""
+    known: list[str] = []
+    for action in parser._actions:  # argparse keeps no public list of them
+        known += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            known += list(action.choices)
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.7)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def in_flag_terms(message: str) -> str:

@@ -321,6 +321,15 @@ def _environments(args: argparse.Namespace) -> Any:
             )
             return asdict(pruned)
         tags = _tags_by_digest(store, args.base)
+        environments = provider.client.list_environments()
+        bases = {(split_name(str(env.get("name", ""))) or ("",))[0] for env in environments}
+        if args.base not in bases:
+            near = sorted(base for base in bases if base and base.startswith(args.base))
+            known = ", ".join(near or sorted(b for b in bases if b)) or "none"
+            print(
+                f"rma: note: no environment has the base {args.base!r}; bases: {known}",
+                file=sys.stderr,
+            )
         return [
             {
                 "name": env["name"],
@@ -328,7 +337,7 @@ def _environments(args: argparse.Namespace) -> Any:
                 "created_at": env.get("created_at"),
                 "tags": tags.get(str(env["name"])[-8:], []),
             }
-            for env in provider.client.list_environments()
+            for env in environments
             if (split_name(str(env.get("name", ""))) or ("",))[0] == args.base
         ]
 

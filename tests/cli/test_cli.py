@@ -523,3 +523,64 @@ def test_a_real_ctrl_c_during_provision_is_one_line(
         if child.poll() is None:
             child.kill()
     assert (child.returncode, out, err) == (130, "", "rma: interrupted\n")
+
+
+# -- a newcomer's slips --------------------------------------------------------------------
+
+
+def test_a_misspelt_top_level_option_names_the_right_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = fails(capsys, 2, "--versoin")
+    assert "unrecognized arguments: --versoin (did you mean --version?)" in line
+
+
+def test_fetching_an_artifact_to_a_terminal_asks_for_a_file(
+    emulator: ClaudeEmulator, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from req_managed_agents import ClaudeManagedAgents
+
+    with ClaudeManagedAgents() as provider:
+        session_id = provider.client.create_session(
+            emulator.add_agent(), emulator.add_environment()
+        )["id"]
+    emulator.add_output(session_id, "chart.png", b"\x89PNG binary")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    line = fails(capsys, 2, "artifacts", "fetch", session_id, "chart.png")
+    assert "not for a terminal" in line
+    assert "-o FILE" in line
+
+
+def test_listing_a_base_that_does_not_exist_says_which_do(
+    emulator: ClaudeEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store.json"
+    code, _ = rma(capsys, "provision", write_spec(tmp_path, SPEC), "--store", str(store))
+    assert code == 0
+    assert _cli.main(["environments", "list", "--base", "ops", "--store", str(store)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == []
+    assert "bases: ops_env" in captured.err
+
+
+def test_the_demo_against_an_api_says_which(
+    emulator: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent, environment = emulator.add_agent(), emulator.add_environment()
+    _cli.main(["demo", "--agent-id", agent, "--environment-id", environment])
+    assert f"Managed Agents API at {emulator.base_url}" in capsys.readouterr().out
+
+
+def test_a_missing_extra_is_hinted_as_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from req_managed_agents.errors import MissingDependencyError
+
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise MissingDependencyError("Bedrock AgentCore needs botocore", extra="aws")
+
+    monkeypatch.setattr("req_managed_agents.cli._run.run_command", missing)
+    arn = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/weather-AbCdEf1234"
+    line = fails(capsys, 3, "run", "--provider", "agentcore", "--harness-arn", arn, "hi")
+    assert "pip install 'req-managed-agents[aws]'" in line
+    assert "credentials" not in line

@@ -2964,3 +2964,18 @@ def test_a_server_saying_retry_is_retried_where_the_status_alone_would_not_be(
     assert client.get_agent("agent_1") == {"id": "agent_1"}
     assert len(mock.calls) == 2
     assert len(sleeps) == 1
+
+
+def test_a_create_takes_keywords_as_well_as_a_body(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    mock.add(responses.POST, API + "/v1/agents", json={"id": "agent_1"})
+    mock.add(responses.POST, API + "/v1/agents", json={"id": "agent_2"})
+
+    client.create_agent(name="helper", model="claude-sonnet-4-6")
+    client.create_agent({"name": "helper"}, model="claude-sonnet-4-6")
+    assert [json_body(c.request) for c in mock.calls] == [
+        {"name": "helper", "model": "claude-sonnet-4-6"}
+    ] * 2
+    with pytest.raises(ValueError, match="name given both"):
+        client.create_agent({"name": "a"}, name="b")

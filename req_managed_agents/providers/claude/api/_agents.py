@@ -8,6 +8,7 @@ from typing import Any
 from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     Json,
+    body_of,
     positive_version,
     query_params,
     segment,
@@ -19,8 +20,9 @@ __all__ = ["AgentsAPI"]
 class AgentsAPI(ClientCore):
     """Agents and their versions."""
 
-    def create_agent(self, body: Mapping[str, Any]) -> Json:
+    def create_agent(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/agents``; ``name`` and ``model`` are required by the API."""
+        body = body_of(body, fields)
         if not body.get("name"):
             raise ValueError("an agent needs a name")
         return self._json("POST", "/v1/agents", idempotent=False, body=dict(body))
@@ -30,8 +32,11 @@ class AgentsAPI(ClientCore):
         params = None if version is None else {"version": positive_version("version", version)}
         return self._json("GET", f"/v1/agents/{segment(agent_id)}", idempotent=True, params=params)
 
-    def update_agent(self, agent_id: str, body: Mapping[str, Any]) -> Json:
+    def update_agent(
+        self, agent_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Update an agent (a new version); pass ``version`` for optimistic concurrency."""
+        body = body_of(body, fields)
         path = f"/v1/agents/{segment(agent_id)}"
         return self._json("POST", path, idempotent=False, body=dict(body))
 

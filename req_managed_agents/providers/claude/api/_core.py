@@ -347,3 +347,16 @@ def checked_metadata(metadata: object) -> dict[str, str]:
                 f"the API allows at most {_MAX_METADATA_VALUE}"
             )
     return dict(metadata)
+
+
+def body_of(body: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Json:
+    """A request body given as a mapping, as keywords, or both (a keyword names a field the
+    mapping does not: giving one twice is refused)."""
+    if body is not None and not isinstance(body, Mapping):
+        raise TypeError(f"the body must be a mapping, got {type(body).__name__}")
+    merged = dict(body or {})
+    twice = sorted(set(merged) & set(fields))
+    if twice:
+        raise ValueError(f"{', '.join(twice)} given both in the body and as keywords")
+    merged.update(fields)
+    return merged

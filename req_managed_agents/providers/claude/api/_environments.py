@@ -8,6 +8,7 @@ from typing import Any
 from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     Json,
+    body_of,
     query_params,
     segment,
 )
@@ -18,8 +19,9 @@ __all__ = ["EnvironmentsAPI"]
 class EnvironmentsAPI(ClientCore):
     """Environments: where a session's sandbox runs."""
 
-    def create_environment(self, body: Mapping[str, Any]) -> Json:
+    def create_environment(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/environments`` with ``name`` and an optional ``config``."""
+        body = body_of(body, fields)
         if not body.get("name"):
             raise ValueError("an environment needs a name")
         return self._json("POST", "/v1/environments", idempotent=False, body=dict(body))
@@ -28,8 +30,11 @@ class EnvironmentsAPI(ClientCore):
         """An environment and its resolved config."""
         return self._json("GET", f"/v1/environments/{segment(environment_id)}", idempotent=True)
 
-    def update_environment(self, environment_id: str, body: Mapping[str, Any]) -> Json:
+    def update_environment(
+        self, environment_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Change the fields ``body`` names (``POST``); a metadata value of null deletes it."""
+        body = body_of(body, fields)
         path = f"/v1/environments/{segment(environment_id)}"
         return self._json("POST", path, idempotent=True, body=dict(body))
 

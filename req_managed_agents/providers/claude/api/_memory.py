@@ -9,6 +9,7 @@ from req_managed_agents.providers.claude.api._core import (
     FULL_VIEW_PAGE_SIZE,
     ClientCore,
     Json,
+    body_of,
     query_params,
     segment,
 )
@@ -36,8 +37,9 @@ def _memory_version_path(memory_store_id: str, memory_version_id: str) -> str:
 class MemoryAPI(ClientCore):
     """Memory stores, their memories and the memories' versions."""
 
-    def create_memory_store(self, body: Mapping[str, Any]) -> Json:
+    def create_memory_store(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/memory_stores`` with ``name`` and optional ``description``/``metadata``."""
+        body = body_of(body, fields)
         if not body.get("name"):
             raise ValueError("a memory store needs a name")
         return self._json(
@@ -57,8 +59,11 @@ class MemoryAPI(ClientCore):
         """Every memory store (all pages); ``include_archived=True`` to see archived ones."""
         return self._list_all("/v1/memory_stores", query_params(params), self._memory_headers())
 
-    def update_memory_store(self, memory_store_id: str, body: Mapping[str, Any]) -> Json:
+    def update_memory_store(
+        self, memory_store_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Change a memory store's ``name``, ``description`` or ``metadata``."""
+        body = body_of(body, fields)
         path = f"/v1/memory_stores/{segment(memory_store_id)}"
         return self._json(
             "POST", path, idempotent=True, body=dict(body), headers=self._memory_headers()

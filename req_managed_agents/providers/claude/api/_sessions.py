@@ -13,6 +13,7 @@ from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     Json,
     as_list,
+    body_of,
     checked_metadata,
     id_value,
     positive_version,
@@ -189,9 +190,12 @@ class SessionsAPI(ClientCore):
             telemetry_metadata=telemetry_metadata,
         )
 
-    def update_session(self, session_id: str, body: Mapping[str, Any]) -> Json:
+    def update_session(
+        self, session_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Change ``title``, ``metadata`` (null deletes a key), ``budget`` or the agent's
         ``tools``/``mcp_servers`` (an idle session only) with ``POST /v1/sessions/{id}``."""
+        body = body_of(body, fields)
         path = f"/v1/sessions/{segment(session_id)}"
         return self._json("POST", path, idempotent=True, body=dict(body))
 

@@ -8,6 +8,7 @@ from typing import Any
 from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     Json,
+    body_of,
     query_params,
     segment,
 )
@@ -22,8 +23,9 @@ def _credential_path(vault_id: str, credential_id: str) -> str:
 class VaultsAPI(ClientCore):
     """Vaults and the credentials they hold (secrets never come back)."""
 
-    def create_vault(self, body: Mapping[str, Any]) -> Json:
+    def create_vault(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/vaults`` with ``display_name`` and optional ``metadata``."""
+        body = body_of(body, fields)
         if not body.get("display_name"):
             raise ValueError("a vault needs a display_name")
         return self._json("POST", "/v1/vaults", idempotent=False, body=dict(body))
@@ -36,8 +38,11 @@ class VaultsAPI(ClientCore):
         """Every vault (all pages); ``include_archived=True`` to see archived ones."""
         return self._list_all("/v1/vaults", query_params(params))
 
-    def update_vault(self, vault_id: str, body: Mapping[str, Any]) -> Json:
+    def update_vault(
+        self, vault_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Change a vault's ``display_name`` or ``metadata``."""
+        body = body_of(body, fields)
         path = f"/v1/vaults/{segment(vault_id)}"
         return self._json("POST", path, idempotent=True, body=dict(body))
 
@@ -50,9 +55,12 @@ class VaultsAPI(ClientCore):
         """Delete a vault."""
         return self._json("DELETE", f"/v1/vaults/{segment(vault_id)}", idempotent=True)
 
-    def create_vault_credential(self, vault_id: str, body: Mapping[str, Any]) -> Json:
+    def create_vault_credential(
+        self, vault_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> Json:
         """Store a credential in a vault; ``auth`` (MCP OAuth, static bearer or environment
         variable, by its ``type``) is required."""
+        body = body_of(body, fields)
         auth = body.get("auth")
         if not isinstance(auth, Mapping) or not auth.get("type"):
             raise ValueError("a vault credential needs an auth mapping with a type")
