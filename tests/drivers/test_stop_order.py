@@ -171,10 +171,11 @@ def test_a_blocking_confirmation_hook_is_bounded_by_the_tool_timeout(
     emulator: ClaudeEmulator,
 ) -> None:
     hook = BlockingConfirmations()
-    with emulator.provider() as provider:
-        result = Session(provider, handler=hook, tool_timeout=0.5, **ids(emulator, ASKING)).run(
-            "go", timeout=20
-        )
+    with (
+        emulator.provider() as provider,
+        Session(provider, handler=hook, tool_timeout=0.5, **ids(emulator, ASKING)) as session,
+    ):
+        result = session.run("go", timeout=20)
     (session_id,) = emulator.session_ids()
     (answer,) = [e for e in emulator.events(session_id) if e["type"] == "user.tool_confirmation"]
     assert answer["result"] == "deny"

@@ -259,9 +259,15 @@ class Checks:
         closed = emulator.wait_until(lambda: emulator.open_stream_count() == 0, GRACE)
         self.expect(closed, f"{emulator.open_stream_count()} stream(s) left open")
 
-    def nothing_left_behind(self, sockets_before: set[str]) -> None:
+    def nothing_left_behind(
+        self, sockets_before: set[str], threads_before: set[threading.Thread]
+    ) -> None:
+        """Nothing this scenario started is still there (an earlier test in the same worker
+        process may have left a deliberately abandoned tool running: not ours to count)."""
         gc.collect()  # an exception's traceback may hold a closed response's socket object
-        threads = _wait_for(lambda: [t.name for t in _library_threads()] or None)
+        threads = _wait_for(
+            lambda: [t.name for t in _library_threads() if t not in threads_before] or None
+        )
         self.expect(not threads, f"library threads left behind: {threads}")
         sockets = _wait_for(lambda: (socket_fds() - sockets_before) or None)
         self.expect(not sockets, f"{len(sockets or ())} socket(s) left open")
@@ -306,6 +312,7 @@ def run_checked(
 ) -> None:
     """Run one scenario on a fresh emulator and report every problem found."""
     sockets_before = socket_fds()
+    threads_before = set(_library_threads())
     checks = Checks()
     tools = MatrixTools()
     result: SessionResult | None = None
@@ -324,5 +331,5 @@ def run_checked(
         checks.fault_met(scenario, emulator, shots, hook)
         checks.retry_after_honoured(scenario, emulator)
         checks.no_open_streams(emulator)
-    checks.nothing_left_behind(sockets_before)
+    checks.nothing_left_behind(sockets_before, threads_before)
     checks.verdict()

@@ -472,7 +472,7 @@ def test_an_outcome_queued_behind_a_turn_starts_after_it(harness: Any) -> None:
     ok(api.send(session_id, outcome()))
     (record,) = ok(api.get(f"/v1/sessions/{session_id}"))["outcome_evaluations"]
     assert record["result"] == "pending"
-    wait_idles(emulator, session_id)
+    wait_idles(emulator, session_id, 2)  # the plain turn's idle, then the graded turn's
     types = [e["type"] for e in emulator.events(session_id)]
     assert types.index("span.outcome_evaluation_start") > types.index("span.model_request_end")
     (start,) = of_type(emulator, session_id, "span.outcome_evaluation_start")
