@@ -92,10 +92,11 @@ from req_managed_agents.tools._registry import Tool, Tools
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
+    from req_managed_agents.drivers._api import run_to_completion
     from req_managed_agents.drivers._batch import BatchItem, BatchOutcome, read_prompts, run_batch
     from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
     from req_managed_agents.drivers._options import ConfirmPolicy, SessionOptions, TurnGuard
-    from req_managed_agents.drivers._session import Session, run_to_completion
+    from req_managed_agents.drivers._session import Session
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
     from req_managed_agents.provisioner import (
         AgentSpec,
@@ -130,7 +131,7 @@ _LAZY: dict[str, str] = {
     "UnfinishedPolicy": "req_managed_agents.drivers._ledger",
     "TurnGuard": "req_managed_agents.drivers._options",
     "SessionOptions": "req_managed_agents.drivers._options",
-    "run_to_completion": "req_managed_agents.drivers._session",
+    "run_to_completion": "req_managed_agents.drivers._api",
 }
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypedDict
 
@@ -98,6 +98,16 @@ class SessionOptions(TypedDict, total=False):
 
 _DRIVER_OPTIONS = frozenset(SessionOptions.__annotations__)
 
+if TYPE_CHECKING:  # for the drivers' overloads only: the drivers do not import providers
+    from req_managed_agents.providers.agentcore._options import AgentCoreOptions
+    from req_managed_agents.providers.claude._options import ClaudeOptions
+
+    class ClaudeSessionOptions(SessionOptions, ClaudeOptions, total=False):
+        """Everything a Claude session takes."""
+
+    class AgentCoreSessionOptions(SessionOptions, AgentCoreOptions, total=False):
+        """Everything an AgentCore session takes."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -133,13 +143,24 @@ class Settings:
 
 
 def split_options(
-    provider: Any, handler: Handler, options: Mapping[str, Any]
+    provider: Any,
+    handler: Handler,
+    options: Mapping[str, Any],
+    connect_options: Mapping[str, Any] | None = None,
 ) -> tuple[Settings, dict[str, Any]]:
-    """The driver's validated settings, and the rest of ``options`` for the provider."""
+    """The driver's validated settings, and the rest of ``options`` - with
+    ``connect_options``, given apart for a provider the drivers cannot type - for the
+    provider."""
     if not isinstance(handler, Handler):
         raise ConfigurationError("handler must have a handle_tool_call(name, input, context)")
     mine = {k: v for k, v in options.items() if k in _DRIVER_OPTIONS}
     connect = {k: v for k, v in options.items() if k not in _DRIVER_OPTIONS}
+    for name, value in (connect_options or {}).items():
+        if name in _DRIVER_OPTIONS or name in connect:
+            raise ConfigurationError(
+                f"{name} given in connect= and as a keyword (or a driver option)"
+            )
+        connect[name] = value
     known = getattr(provider, "options", None)  # a provider written before it had one
     if isinstance(known, frozenset):
         name = getattr(provider, "name", type(provider).__name__)

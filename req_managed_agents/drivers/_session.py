@@ -16,19 +16,19 @@ import contextvars
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
 from req_managed_agents.display._progress import Progress
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
-from req_managed_agents.drivers._options import Settings, split_options
+from req_managed_agents.drivers._options import SessionOptions, Settings, split_options
 from req_managed_agents.drivers._run import DONE, Run
-from req_managed_agents.drivers._tool_runner import ToolRunCancelled
+from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_most
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
 from req_managed_agents.model._stream import StreamItem
 from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
@@ -37,7 +37,7 @@ from req_managed_agents.tools._handler import EventHandler, Handler, describe_ex
 from req_managed_agents.tools._registry import Tools
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["INTERRUPT_WAIT", "Session", "run_to_completion"]
+__all__ = ["INTERRUPT_WAIT", "Session"]
 
 # After a timeout or close, how long to wait for the worker to notice the torn-down I/O.
 _WORKER_JOIN_TIMEOUT = 1.0
@@ -46,6 +46,14 @@ _WORKER_JOIN_TIMEOUT = 1.0
 INTERRUPT_WAIT = 5.0
 
 _log = get_logger(__name__)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
+    from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
+    from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
+    from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 
 
 class Session:
@@ -80,8 +88,32 @@ class Session:
     ``interrupt_on_timeout=True``.
     """
 
-    def __init__(self, provider: Provider, *, handler: Handler, **options: Any) -> None:
-        self._settings, self._connect = split_options(provider, handler, options)
+    @overload
+    def __init__(
+        self, provider: ClaudeManagedAgents, *, handler: Handler, **options: Unpack[_Claude]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self, provider: BedrockAgentCore, *, handler: Handler, **options: Unpack[_AgentCore]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        handler: Handler,
+        connect: Mapping[str, Any] | None = None,
+        **options: Unpack[SessionOptions],
+    ) -> None: ...
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        handler: Handler,
+        connect: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        self._settings, self._connect = split_options(provider, handler, options, connect)
         settings = self._settings
         self._provider = provider
         self._handler = handler
@@ -109,8 +141,8 @@ class Session:
     @property
     def session_id(self) -> str | None:
         """The provider's session id, once the session exists."""
-        conversation = self._conversation
-        return conversation.info.session_id if conversation is not None else None
+        info = self.info
+        return info.session_id if info is not None else None
 
     @property
     def info(self) -> SessionInfo | None:
@@ -287,7 +319,7 @@ class Session:
             self._settle(run, future, run.result("terminated", {"type": "cancelled"}))
         if conversation is not None:
             if interrupt and running and first:
-                _bounded(conversation.interrupt, INTERRUPT_WAIT)
+                wait_at_most(conversation.interrupt, INTERRUPT_WAIT, name="rma-interrupt")
             conversation.close()
 
     def _work(
@@ -414,32 +446,3 @@ class Session:
             # A keyed run whose prompt was delivered before: go on from the session's turn.
             return self._loop.drive(conversation, resumed, None, None, run, stop, keyed, True)
         return self._loop.drive(conversation, resumed, prompt, outcome, run, stop, keyed)
-
-
-def _bounded(call: Callable[[], None], seconds: float) -> None:
-    """Run ``call`` on a daemon thread and wait for it at most ``seconds``."""
-    thread = threading.Thread(target=call, name="rma-interrupt", daemon=True)
-    thread.start()
-    thread.join(seconds)
-
-
-def run_to_completion(
-    provider: Provider,
-    prompt: str | None = None,
-    *,
-    handler: Handler,
-    timeout: float | None = None,
-    **options: Any,
-) -> SessionResult:
-    """Open a session, run ``prompt`` until the agent is done, close the session.
-
-    Blocking; the tools of one turn run concurrently; ``on_text`` sees the agent's text as it
-    is written (``on_text=print`` in a script or notebook). Options other than the driver's
-    own (``max_turns``, ``tool_timeout``, ``confirm``, ... see :class:`Session`) are
-    provider-specific: Claude takes ``agent_id``/``agent=``, ``environment_id``/
-    ``environment=`` or ``session_id`` (resume); AgentCore takes ``harness_arn``/
-    ``harness=``, ``runtime_session_id`` and its per-invocation limits. Every option, and
-    what stops a run, is described on :class:`Session`.
-    """
-    with Session(provider, handler=handler, **options) as session:
-        return session.run(prompt, timeout=timeout)

@@ -27,7 +27,7 @@ from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUs
 from req_managed_agents.tools._handler import Handler, ToolContext, call_tool, describe_exception
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["CallGuard", "ToolRunCancelled", "call_bounded", "run_tools"]
+__all__ = ["CallGuard", "ToolRunCancelled", "call_bounded", "run_tools", "wait_at_most"]
 
 # How often the dispatcher re-checks deadlines and cancellation while it waits.
 _POLL_INTERVAL = 0.05
@@ -176,6 +176,7 @@ class _Turn:
         meta = {**self.telemetry_metadata, "tool": call.tool_use.name}
         meta["tool_use_id"] = call.tool_use.id
         telemetry.emit("tool.start", {"system_time": time.time()}, meta)
+        _log.debug("tool %s (%s) started", call.tool_use.name, call.tool_use.id)
         begun = time.monotonic()
         result, raised = call_tool(self.handler, call.tool_use, call.context)
         duration = {"duration": time.monotonic() - begun}
@@ -184,6 +185,13 @@ class _Turn:
             telemetry.emit("tool.exception", duration, {**meta, **reason})
         else:
             telemetry.emit("tool.stop", duration, {**meta, "is_error": result.is_error})
+        _log.debug(
+            "tool %s (%s) finished in %.3f s%s",
+            call.tool_use.name,
+            call.tool_use.id,
+            duration["duration"],
+            " with an error" if result.is_error else "",
+        )
         return result
 
 
@@ -272,3 +280,11 @@ def call_bounded(
     if not ok:
         raise value
     return cast(T, value)
+
+
+def wait_at_most(call: Callable[[], None], seconds: float, *, name: str) -> None:
+    """Run ``call`` on a daemon thread and wait for it at most ``seconds`` (it goes on in the
+    background after that, and cannot keep the interpreter from exiting)."""
+    thread = threading.Thread(target=call, name=name, daemon=True)
+    thread.start()
+    thread.join(seconds)

@@ -252,6 +252,9 @@ class HttpClient:
                     raise TransportError(f"{method} {path} failed: {redact(str(exc))}") from None
                 else:
                     outcome["status"] = response.status_code
+                    _log.debug(
+                        "%s %s -> %s (attempt %d)", method, path, response.status_code, attempt
+                    )
                     if response.status_code < 300:
                         return response
                     api_failure = self._parse_error(response)

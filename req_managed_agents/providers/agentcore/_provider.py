@@ -24,6 +24,7 @@ from req_managed_agents.providers.agentcore._conversation import (
     AgentCoreConversation,
 )
 from req_managed_agents.providers.agentcore._converse import inline_function
+from req_managed_agents.providers.agentcore._options import OPTIONS
 from req_managed_agents.transport._config import setting, text_setting
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
@@ -32,24 +33,6 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_INVOKE_RETRIES = 2
 # AgentCore requires runtime session ids of 33 to 100 characters of this shape.
 _RUNTIME_SESSION_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{32,99}$")
-_OPTIONS = frozenset(
-    {
-        "harness_arn",
-        "harness",
-        "runtime_session_id",
-        "timeout_seconds",
-        "max_iterations",
-        "max_tokens",
-        "idle_timeout",
-        "system_prompt",
-        "model",
-        "tools",
-        "allowed_tools",
-        "actor_id",
-        "qualifier",
-        "invoke_retries",
-    }
-)
 
 
 def new_runtime_session_id() -> str:
@@ -77,7 +60,7 @@ class BedrockAgentCore:
     """
 
     name = PROVIDER_NAME
-    options = _OPTIONS  # the connect options a session may pass
+    options = OPTIONS  # the connect options a session may pass
     supports_outcomes = False
 
     def __init__(
@@ -144,7 +127,7 @@ class BedrockAgentCore:
         resume: str | None = None,
     ) -> AgentCoreConversation:
         """Prepare a runtime session; nothing is sent until the first prompt."""
-        check_options(options, _OPTIONS, "Bedrock AgentCore")
+        check_options(options, OPTIONS, "Bedrock AgentCore")
         harness = options.get("harness")
         harness_arn = options.get("harness_arn") or (
             handle_id(harness, "harness_arn", "arn") if harness else None

@@ -293,6 +293,7 @@ class EventFeed:
                 return
             first = not self.connected.is_set()
             telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
+            _log.debug("event stream of %s attached (reconnect: %s)", self._session_id, not first)
             history = self.history_after(self.newest_id())
             if first and self._deliver_history:
                 for old in history:

@@ -23,6 +23,7 @@ from req_managed_agents.providers.claude._client import (
     ClaudeClient,
 )
 from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
+from req_managed_agents.providers.claude._options import OPTIONS, SESSION_OPTIONS
 from req_managed_agents.transport._config import credential, required_setting, setting, text_setting
 from req_managed_agents.transport._redact import Secret
 
@@ -31,27 +32,6 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # Silence (no event, no heartbeat) after which the stream is reconnected and caught up.
 DEFAULT_IDLE_TIMEOUT = 60.0
-# Options that shape a new session, passed to create_session under these names.
-_SESSION_OPTIONS = {
-    "vault_ids": "vault_ids",
-    "resources": "resources",
-    "session_metadata": "metadata",
-    "title": "title",
-    "budget": "budget",
-    "initial_events": "initial_events",
-}
-_OPTIONS = frozenset(
-    {
-        "agent_id",
-        "agent",
-        "agent_version",
-        "environment_id",
-        "environment",
-        "session_id",
-        "idle_timeout",
-        *_SESSION_OPTIONS,
-    }
-)
 
 
 class ClaudeManagedAgents:
@@ -79,7 +59,7 @@ class ClaudeManagedAgents:
     """
 
     name = PROVIDER_NAME
-    options = _OPTIONS  # the connect options a session may pass
+    options = OPTIONS  # the connect options a session may pass
     supports_outcomes = True
 
     def __init__(
@@ -140,7 +120,7 @@ class ClaudeManagedAgents:
         resume: str | None = None,
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
-        check_options(options, _OPTIONS, "Claude Managed Agents")
+        check_options(options, OPTIONS, "Claude Managed Agents")
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
@@ -151,7 +131,7 @@ class ClaudeManagedAgents:
             agent, environment_id = _references(options)
             extra = {
                 name: options[option]
-                for option, name in _SESSION_OPTIONS.items()
+                for option, name in SESSION_OPTIONS.items()
                 if options.get(option) is not None
             }
             try:

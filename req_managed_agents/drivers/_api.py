@@ -1,0 +1,79 @@
+"""``run_to_completion``: to :class:`~req_managed_agents.Session` what ``requests.get`` is to
+``requests.Session`` - open one, run once, close it.
+
+Its overloads type the options per provider, so that a type checker flags a misspelt one:
+the drivers' own (:class:`~req_managed_agents.SessionOptions`) plus the provider's connect
+options. A provider of your own takes its options as ``connect={...}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, overload
+
+from req_managed_agents.drivers._options import SessionOptions
+from req_managed_agents.drivers._session import Session
+from req_managed_agents.model._vocabulary import SessionResult
+from req_managed_agents.providers._base import Provider
+from req_managed_agents.tools._handler import Handler
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
+    from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
+    from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
+    from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+
+__all__ = ["run_to_completion"]
+
+
+@overload
+def run_to_completion(
+    provider: ClaudeManagedAgents,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Unpack[_Claude],
+) -> SessionResult: ...
+@overload
+def run_to_completion(
+    provider: BedrockAgentCore,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Unpack[_AgentCore],
+) -> SessionResult: ...
+@overload
+def run_to_completion(
+    provider: Provider,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    connect: Mapping[str, Any] | None = None,
+    **options: Unpack[SessionOptions],
+) -> SessionResult: ...
+def run_to_completion(
+    provider: Provider,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    connect: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> SessionResult:
+    """Open a session, run ``prompt`` until the agent is done, close the session.
+
+    Blocking; the tools of one turn run concurrently; ``on_text`` sees the agent's text as it
+    is written. Options other than the drivers' own (``max_turns``, ``tool_timeout``,
+    ``confirm``, ... see :class:`~req_managed_agents.SessionOptions`) are the provider's:
+    Claude takes ``agent_id``/``agent=``, ``environment_id``/``environment=`` or
+    ``session_id`` (resume); AgentCore takes ``harness_arn``/``harness=``,
+    ``runtime_session_id`` and its per-invocation limits. What stops a run is described on
+    :class:`~req_managed_agents.Session`.
+    """
+    with Session(provider, handler=handler, connect=connect, **options) as session:
+        return session.run(prompt, timeout=timeout)
