@@ -35,6 +35,7 @@ from req_managed_agents.errors import (
     ManagedAgentsError,
     MissingDependencyError,
     NotFoundError,
+    ProviderStreamError,
     RateLimitError,
     ServerError,
     SessionTimeoutError,
@@ -169,6 +170,8 @@ def _classify(exc: ManagedAgentsError, command: str) -> tuple[int, str]:
             "check the network and the endpoint (ANTHROPIC_BASE_URL, "
             "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE)"
         )
+    if isinstance(exc, ProviderStreamError):  # the provider's final word: resuming repeats it
+        return EXIT_API, "the provider refused the turn; the message says why"
     if isinstance(exc, StreamError):
         return EXIT_API, "the event stream failed; rma run --session-id SESSION picks it up again"
     if isinstance(exc, UnknownTagError):

@@ -147,6 +147,36 @@ def test_without_tools_a_call_gets_the_unknown_tool_error(
     assert "unknown tool 'get_weather'" in tool_call["result"]
 
 
+def test_agentcore_without_tools_a_call_gets_the_unknown_tool_error_too(
+    agentcore_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = [
+        ConverseTurn(text="Checking.", tool_calls=[call("get_weather", city="Oslo")]),
+        ConverseTurn(text=lambda results: f"Could not: {results[0]}"),
+    ]
+    arn = agentcore_env.add_harness(script)  # the harness deploys get_weather
+    code, out, _ = run(capsys, "--provider", "agentcore", "--harness-arn", arn, "--json", "Hi")
+    assert code == 0, out
+    result = json.loads(out)
+    (tool_call,) = result["tool_calls"]
+    assert tool_call["is_error"] is True
+    assert "unknown tool 'get_weather'" in tool_call["result"]
+    assert result["text"].startswith("Could not: unknown tool 'get_weather'")
+    (first, _) = agentcore_env.invocations
+    assert "tools" not in first.body, "no local tools: the harness keeps its own"
+
+
+def test_a_turn_the_harness_refuses_is_not_called_resumable(
+    agentcore_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = [ConverseTurn(text="Checking.", tool_calls=[call("get_weather")])]
+    arn = agentcore_env.add_harness(script, tools=[])  # a model calling what nobody declared
+    line = fails(capsys, 4, "run", "--provider", "agentcore", "--harness-arn", arn, "Hi")
+    assert "runtimeClientError" in line
+    assert "the provider refused the turn" in line
+    assert "--session-id" not in line
+
+
 def test_a_terminated_run_exits_1(
     claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
 ) -> None:

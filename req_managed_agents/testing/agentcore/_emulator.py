@@ -27,7 +27,7 @@ from req_managed_agents.testing.agentcore._wire import _bad_crc, _error, _event,
 from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Callable
 
     from req_managed_agents.providers.agentcore import BedrockAgentCore
@@ -71,7 +71,7 @@ class AgentCoreEmulator(LoopbackEmulator):
             raise ValueError("account_id must be 12 digits")
         if delete_after < 0:
             raise ValueError("delete_after must not be negative")
-        default_script = as_script(script, ConverseTurn)
+        self._default_script = default_script = as_script(script, ConverseTurn)
         data_model = _service_model("bedrock-agentcore")
         control_model = _service_model("bedrock-agentcore-control")
         self.region = region
@@ -150,18 +150,31 @@ class AgentCoreEmulator(LoopbackEmulator):
         )
 
     def add_harness(
-        self, script: Sequence[ConverseTurn | str] | None = None, name: str = "harness"
+        self,
+        script: Sequence[ConverseTurn | str] | None = None,
+        name: str = "harness",
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> str:
         """Create a READY harness that plays ``script`` (default: the emulator's); return its
-        ARN. ``name`` must be free, as over CreateHarness."""
+        ARN. ``name`` must be free, as over CreateHarness.
+
+        ``tools`` are the harness's deployed tools (AgentCore tool objects, as CreateHarness
+        takes them). By default it deploys an ``inline_function`` for each tool the script
+        calls, as a harness made for that agent would: a client that declares no tools of
+        its own still gets the calls handed back (and answers those it has no handler for
+        with an error result). ``tools=[]`` deploys none.
+        """
         if not _HARNESS_NAME.fullmatch(name):
             raise ValueError(f"harness names match {_HARNESS_NAME.pattern}, not {name!r}")
         with self._state.condition:
             if self._state.named(name) is not None:
                 raise ValueError(f"a harness named {name!r} already exists")
             role = f"arn:aws:iam::{self.account_id}:role/AgentCoreEmulator"
-            body = {"harnessName": name, "executionRoleArn": role}
             scripted = None if script is None else as_script(script, ConverseTurn)
+            played = self._default_script if scripted is None else scripted
+            deployed = _called_tools(played) if tools is None else [dict(t) for t in tools]
+            body = {"harnessName": name, "executionRoleArn": role, "tools": deployed}
             return str(self._control.new_harness(body, ("READY",), scripted).record["arn"])
 
     def harness_statuses(self, statuses: Sequence[str], name: str | None = None) -> None:
@@ -282,3 +295,21 @@ class AgentCoreEmulator(LoopbackEmulator):
         """The live harnesses as GetHarness shows them, oldest first, without observing them."""
         with self._state.condition:
             return [h.view() for h in sorted(self._state.harnesses.values(), key=lambda h: h.order)]
+
+
+def _called_tools(script: Sequence[ConverseTurn]) -> list[dict[str, Any]]:
+    """An open ``inline_function`` for each tool ``script`` calls, in first-call order."""
+    names = dict.fromkeys(c.name for turn in script for c in turn.tool_calls)
+    return [
+        {
+            "type": "inline_function",
+            "name": name,
+            "config": {
+                "inlineFunction": {
+                    "description": f"{name}, as the scripted agent calls it",
+                    "inputSchema": {"type": "object"},
+                }
+            },
+        }
+        for name in names
+    ]

@@ -78,8 +78,9 @@ class _Plan:
 
 
 def _undeclared(turn: ConverseTurn, tools: list[dict[str, Any]]) -> str | None:
-    """Why a turn cannot play as scripted: it calls a tool that neither the invocation nor
-    the harness declares, which no model does (None when every call is declared). A remote
+    """Why a turn cannot play as scripted: it calls a tool that is not declared (``tools``:
+    the invocation's, or the harness's where the invocation has none), which no model does
+    (None when every call is declared). A remote
     MCP server or a gateway brings tools of its own: with one declared, any name goes."""
     if any(tool.get("type") in _OPEN_TOOL_TYPES for tool in tools):
         return None
@@ -195,7 +196,10 @@ class Invoker:
         played = conversation.turns_played
         script = harness.script
         turn = script[played] if played < len(script) else _SCRIPT_FINISHED
-        undeclared = _undeclared(turn, [*body.get("tools", []), *harness.record["tools"]])
+        # An invocation's tools replace the harness's ("If specified, overrides the harness
+        # default", InvokeHarness's model): they are not added to them.
+        declared = body["tools"] if "tools" in body else harness.record["tools"]
+        undeclared = _undeclared(turn, declared)
         fault = None
         if self._state.frame_faults:  # one fault per invocation, in the order they were added
             fault = self._state.frame_faults[0]
