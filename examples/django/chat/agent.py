@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import requests
@@ -79,6 +81,39 @@ def session_options() -> dict[str, Any]:
 def new_session() -> Session:
     """A new agent session on the shared provider."""
     return Session(get_provider(), **session_options())
+
+
+# The streamed runs in flight in this process, by the id their page gave them, so that the
+# page's stop button (a second request) can reach the session of the first.
+_running: dict[str, Session] = {}
+
+
+@contextmanager
+def registered(run_id: str | None, session: Session) -> Iterator[Session]:
+    """Make ``session`` stoppable by ``stop(run_id)`` while the block runs."""
+    if run_id is None:
+        yield session
+        return
+    with _lock:
+        _running[run_id] = session
+    try:
+        yield session
+    finally:
+        with _lock:
+            if _running.get(run_id) is session:
+                del _running[run_id]
+
+
+def stop(run_id: str) -> bool:
+    """Stop the run ``run_id`` everywhere (its tools, and the remote turn); False if no such
+    run is in flight in this process. With several server processes, route the stop to the
+    one streaming the run (or keep this map in a shared store)."""
+    with _lock:
+        session = _running.get(run_id)
+    if session is None:
+        return False
+    session.cancel()
+    return True
 
 
 def executor() -> ThreadPoolExecutor:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -28,9 +30,31 @@ from req_managed_agents import (
     run_to_completion,
 )
 
+from . import agent
 from .agent import get_provider, new_session, session_options
 
 log = logging.getLogger(__name__)
+
+PAGE = Path(__file__).with_name("page.html")
+RUN_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
+
+
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    """``GET /``: a page that streams a run from ``/stream`` (EventSource) and stops it."""
+    return HttpResponse(PAGE.read_bytes(), content_type="text/html; charset=utf-8")
+
+
+@csrf_exempt  # the run id is the capability: only the page that started the run knows it
+@require_POST
+def stop(request: HttpRequest) -> HttpResponse:
+    """``POST /stop?run=ID`` stops that streamed run, remote turn included (404: none)."""
+    run_id = request.GET.get("run", "")
+    if not RUN_ID.fullmatch(run_id):
+        return JsonResponse({"error": "pass the run's id as ?run=..."}, status=400)
+    if not agent.stop(run_id):
+        return JsonResponse({"error": "no such run in flight here"}, status=404)
+    return JsonResponse({"stopped": run_id})
 
 
 @csrf_exempt  # a JSON API for programs, not a browser form: authenticate it your own way
@@ -56,15 +80,19 @@ def ask(request: HttpRequest) -> HttpResponse:
 
 @require_GET  # EventSource can only GET
 def stream(request: HttpRequest) -> HttpResponse:
-    """``GET ?q=...`` -> ``text/event-stream`` of ``text``, ``reset``, ``tool``, ``done``
-    (or ``error``) events, each with a JSON ``data`` line."""
+    """``GET ?q=...[&run=ID]`` -> ``text/event-stream`` of ``text``, ``reset``, ``tool``,
+    ``done`` (or ``error``) events, each with a JSON ``data`` line. ``run`` names the run
+    for ``POST /stop?run=ID``."""
     prompt = request.GET.get("q", "").strip()
     if not prompt:
         return JsonResponse({"error": "pass the prompt as ?q=..."}, status=400)
-    return sse_response(stream_events(prompt))
+    run_id = request.GET.get("run") or None
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        return JsonResponse({"error": "run ids are letters, digits and '-'"}, status=400)
+    return sse_response(stream_events(prompt, run_id))
 
 
-def stream_events(prompt: str) -> Iterator[str]:
+def stream_events(prompt: str, run_id: str | None = None) -> Iterator[str]:
     """The run as SSE frames. When the client goes away, the server closes this generator
     (GeneratorExit at a ``yield``); leaving the ``with`` block then closes the session,
     which stops the run and sends the remote turn a ``user.interrupt``. A server only
@@ -73,7 +101,7 @@ def stream_events(prompt: str) -> Iterator[str]:
     # Before anything else: the headers go out now and EventSource reports "open".
     yield ": stream open\n\n"
     try:
-        with new_session() as session:
+        with new_session() as session, agent.registered(run_id, session):
             for item in session.stream(prompt, timeout=settings.AGENT_RUN_TIMEOUT):
                 frame = sse_frame(item)
                 if frame:
