@@ -21,7 +21,8 @@ Memory is bounded, since a peer can send an event that never ends. The event sti
 its blank line is held as its undecoded bytes, about one byte of memory per byte of input, and
 may not grow past ``max_event_size`` bytes (16 MiB by default). The size of an event is what the
 decoder must hold until its blank line arrives: its bytes from the end of the blank line before
-it (or the start of the stream) to the end of its last line, each line end counting one byte.
+it (or the start of the stream) to the end of its last line, each line end counting one byte;
+blank lines between events hold nothing.
 A line belongs to an event, so the limit bounds a long line too. An event over the limit makes
 :meth:`SSEDecoder.feed` raise :class:`~req_managed_agents.errors.EventTooLargeError`, however the
 stream is chunked; the decoder then drops what it holds and refuses the rest of that stream.
@@ -173,6 +174,10 @@ class SSEDecoder:
         if self._skip_lf or _CR in chunk:
             chunk = self._normalize_line_ends(chunk)
         pending = self._pending
+        if not pending and chunk[:1] == b"\n":
+            # Blank lines between events dispatch nothing, so nothing holds them.
+            chunk = chunk.lstrip(b"\n")
+            self._at_stream_start = False
         size = self._pending_size + len(chunk)
         # Within the limit, nothing that includes this chunk can be over it.
         if size > self._max_event_size:

@@ -583,6 +583,7 @@ def held_sizes(stream: bytes) -> list[int]:
 
     An event runs from the end of the blank line before it (or the stream start) to its last
     line end, each line end counting one byte; the unterminated rest of the stream counts too.
+    Blank lines between events (or before the first) hold nothing.
     """
     *lines, rest = re.sub(rb"\r\n?", b"\n", stream).split(b"\n")
     sizes: list[int] = []
@@ -591,6 +592,8 @@ def held_sizes(stream: bytes) -> list[int]:
         if not line and line_count:
             sizes.append(size)
             size = line_count = 0
+        elif not line:
+            continue
         else:
             size += len(line) + 1
             line_count += 1
