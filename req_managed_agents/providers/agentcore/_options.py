@@ -25,6 +25,7 @@ class AgentCoreOptions(TypedDict, total=False):
     system_prompt: str | Sequence[Mapping[str, Any]]
     model: str | Mapping[str, Any]
     tools: Any  # a Tools registry, neutral declarations or AgentCore tool objects
+    harness_tools: bool  # False: send only the local tools, not the harness's deployed ones
     allowed_tools: Sequence[str]
     actor_id: str
     qualifier: str

@@ -23,8 +23,8 @@ from req_managed_agents.providers.agentcore._conversation import (
     PROVIDER_NAME,
     AgentCoreConversation,
 )
-from req_managed_agents.providers.agentcore._converse import inline_function
 from req_managed_agents.providers.agentcore._options import OPTIONS
+from req_managed_agents.providers.agentcore._tools import as_tools, merged_tools
 from req_managed_agents.transport._config import setting, text_setting
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
@@ -126,7 +126,8 @@ class BedrockAgentCore:
         cancelled: threading.Event | None = None,
         resume: str | None = None,
     ) -> AgentCoreConversation:
-        """Prepare a runtime session; nothing is sent until the first prompt."""
+        """Prepare a runtime session. With local tools, the harness is read (once per client)
+        so its deployed tools are sent with them; nothing is invoked until the first prompt."""
         check_options(options, OPTIONS, "Bedrock AgentCore")
         harness = options.get("harness")
         harness_arn = options.get("harness_arn") or (
@@ -145,11 +146,20 @@ class BedrockAgentCore:
         retries = setting(options.get("invoke_retries"), None, DEFAULT_INVOKE_RETRIES, int)
         if idle_timeout <= 0 or retries < 0:
             raise ConfigurationError("idle_timeout must be positive, invoke_retries >= 0")
+        harness_tools = options.get("harness_tools", True)
+        if not isinstance(harness_tools, bool):
+            raise ConfigurationError(f"harness_tools must be True or False, got {harness_tools!r}")
+        request_options = _request_options(options, handler_tools)
+        if request_options.get("tools") and harness_tools:
+            deployed = self.client.cached_harness(str(harness_arn)).get("tools")
+            request_options["tools"] = merged_tools(
+                deployed if isinstance(deployed, list) else [], request_options["tools"]
+            )
         return AgentCoreConversation(
             self.client,
             str(harness_arn),
             str(runtime_session_id),
-            request_options=_request_options(options, handler_tools),
+            request_options=request_options,
             idle_timeout=idle_timeout,
             invoke_retries=retries,
             qualifier=options.get("qualifier"),
@@ -191,17 +201,9 @@ def _request_options(
     if tools is None and handler_tools:
         tools = handler_tools
     if tools is not None:
-        body["tools"] = _tools(tools)
+        body["tools"] = as_tools(tools)
     if options.get("allowed_tools") is not None:
         body["allowedTools"] = list(options["allowed_tools"])
     if options.get("actor_id"):
         body["actorId"] = str(options["actor_id"])
     return body
-
-
-def _tools(tools: Any) -> list[dict[str, Any]]:
-    """A ``Tools`` registry, neutral declarations, or AgentCore tool objects as-is."""
-    declarations: Sequence[Mapping[str, Any]] = (
-        tools.schemas() if hasattr(tools, "schemas") else list(tools)
-    )
-    return [dict(tool) if "type" in tool else inline_function(tool) for tool in declarations]

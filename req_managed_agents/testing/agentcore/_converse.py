@@ -30,8 +30,10 @@ class ConverseTurn:
 
     ``text`` may be a function of the texts that triggered the turn: the user message's text,
     or each tool result's text in call order. ``tool_calls`` are handed back to the client
-    (return of control). ``usage`` is ``(input_tokens, output_tokens)``. ``stop_reason``
-    overrides the ending (default ``tool_use`` with tool calls, else ``end_turn``).
+    (return of control), except calls of a deployed built-in or MCP tool: the harness runs
+    those itself and streams each :class:`ToolCall`'s ``result``. ``usage`` is
+    ``(input_tokens, output_tokens)``. ``stop_reason`` overrides the ending (default
+    ``tool_use`` with calls handed back, else ``end_turn``).
     ``reuse_block_index`` gives every tool block the same ``contentBlockIndex``, as the live
     service once did. ``delay`` is the pause, in seconds, before each frame: a slow turn
     keeps its connection busy rather than silent.
@@ -58,15 +60,26 @@ _SCRIPT_FINISHED = ConverseTurn(text="(script finished)")
 
 @dataclass(frozen=True)
 class _ToolUse:
+    """A tool call of a played turn. ``kind`` is ``tool_use`` for a call handed back to the
+    client, ``server_tool_use`` or ``mcp_tool_use`` for one the harness runs itself (a
+    deployed built-in or MCP tool), whose ``result`` it streams."""
+
     id: str
     name: str
     input: dict[str, Any]
+    kind: str = "tool_use"
+    result: str = ""
+
+    @property
+    def handed_back(self) -> bool:
+        return self.kind == "tool_use"
 
 
 def _turn_events(
     turn: ConverseTurn, text: str, uses: Sequence[_ToolUse]
 ) -> list[tuple[str, dict[str, Any]]]:
-    """The (event type, payload) pairs of one turn, in stream order."""
+    """The (event type, payload) pairs of one turn, in stream order: the text, every tool
+    call, then the results of those the harness ran itself."""
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     first_tool_block = 0
     if text:
@@ -76,13 +89,29 @@ def _turn_events(
         first_tool_block = 1
     for number, use in enumerate(uses):
         index = first_tool_block + (0 if turn.reuse_block_index else number)
-        start = {"toolUse": {"toolUseId": use.id, "name": use.name}}
+        tool: dict[str, Any] = {"toolUseId": use.id, "name": use.name}
+        if not use.handed_back:
+            tool["type"] = use.kind
+        start = {"toolUse": tool}
         events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
         for piece in text_pieces(json.dumps(use.input, separators=(",", ":")), _TEXT_PIECES):
             delta = {"toolUse": {"input": piece}}
             events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
         events.append(("contentBlockStop", {"contentBlockIndex": index}))
-    stop_reason = turn.stop_reason or ("tool_use" if uses else "end_turn")
+    index = first_tool_block + len(uses)
+    for use in uses:
+        if use.handed_back:
+            continue
+        start = {"toolResult": {"toolUseId": use.id, "status": "success"}}
+        result = [{"text": use.result or "(no output)"}]
+        events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+        events.append(
+            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolResult": result}})
+        )
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+        index += 1
+    handed_back = any(use.handed_back for use in uses)
+    stop_reason = turn.stop_reason or ("tool_use" if handed_back else "end_turn")
     events.append(("messageStop", {"stopReason": stop_reason}))
     input_tokens, output_tokens = turn.usage
     usage = {

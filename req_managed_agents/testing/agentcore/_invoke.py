@@ -75,6 +75,7 @@ class _Plan:
     generation: int
     fault: _FrameFault | None
     undeclared: str | None  # the refusal at the first tool call nobody declared
+    kinds: tuple[str, ...]  # each call's toolUse type: handed back, or run by the harness
 
 
 def _undeclared(turn: ConverseTurn, tools: list[dict[str, Any]]) -> str | None:
@@ -93,6 +94,20 @@ def _undeclared(turn: ConverseTurn, tools: list[dict[str, Any]]) -> str | None:
                 f" the tools of the invocation or the harness (declared: {names})."
             )
     return None
+
+
+def _kind(name: str, tools: list[dict[str, Any]]) -> str:
+    """How the harness treats a call of ``name``: an ``inline_function`` is handed back
+    (``tool_use``); a deployed built-in it runs itself (``server_tool_use``), as it does any
+    other name when an MCP server or a gateway is declared (``mcp_tool_use``)."""
+    for tool in tools:
+        if tool.get("name") == name:
+            if tool.get("type") == "inline_function":
+                return "tool_use"
+            return "mcp_tool_use" if tool.get("type") in _OPEN_TOOL_TYPES else "server_tool_use"
+    if any(tool.get("type") in _OPEN_TOOL_TYPES for tool in tools):
+        return "mcp_tool_use"
+    return "tool_use"
 
 
 class Invoker:
@@ -174,11 +189,12 @@ class Invoker:
             _write_last(stream, _exception("internalServerException", failure))
             return
         uses = [
-            _ToolUse(f"tooluse_{secrets.token_urlsafe(16)}", c.name, dict(c.input))
-            for c in plan.turn.tool_calls
+            _ToolUse(f"tooluse_{secrets.token_urlsafe(16)}", c.name, dict(c.input), kind, c.result)
+            for c, kind in zip(plan.turn.tool_calls, plan.kinds, strict=True)
         ]
         events = _turn_events(plan.turn, text, uses)
-        pending = tuple(uses) if events[-2][1]["stopReason"] == "tool_use" else ()
+        handed_back = tuple(use for use in uses if use.handed_back)
+        pending = handed_back if events[-2][1]["stopReason"] == "tool_use" else ()
         last = None
         if plan.undeclared is not None:
             # The text streams; the stream fails where the first tool block would start,
@@ -200,6 +216,7 @@ class Invoker:
         # default", InvokeHarness's model): they are not added to them.
         declared = body["tools"] if "tools" in body else harness.record["tools"]
         undeclared = _undeclared(turn, declared)
+        kinds = tuple(_kind(call.name, declared) for call in turn.tool_calls)
         fault = None
         if self._state.frame_faults:  # one fault per invocation, in the order they were added
             fault = self._state.frame_faults[0]
@@ -207,7 +224,7 @@ class Invoker:
             if fault.remaining <= 0:
                 self._state.frame_faults.pop(0)
         generation = conversation.generation
-        return _Plan(turn, inputs, conversation, played, generation, fault, undeclared)
+        return _Plan(turn, inputs, conversation, played, generation, fault, undeclared, kinds)
 
     def _play(
         self,

@@ -332,7 +332,8 @@ def test_a_bad_signature_is_rejected_as_an_authentication_error(
 
 
 def exercise_both_planes(provider: BedrockAgentCore, emulator: AgentCoreEmulator) -> None:
-    """A full session, a command and harness CRUD: every kind of request the client sends."""
+    """A full session (its GetHarness for the deployed tools), a command and harness CRUD:
+    every kind of request the client sends."""
     arn = emulator.add_harness(TWO_TOOL_TURNS, name="session_harness")
     result = run_to_completion(
         provider, "Add things", handler=CountingTools(), harness_arn=arn, timeout=20
@@ -355,7 +356,7 @@ def test_every_request_of_a_session_a_command_and_harness_crud_verifies(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
     exercise_both_planes(provider, emulator)
-    assert len(emulator.requests) == 8, "3 invocations, 1 command, 4 control-plane calls"
+    assert len(emulator.requests) == 9, "3 invocations, 1 command, 5 control-plane calls"
     assert emulator.signature_failures == []
 
 
@@ -368,7 +369,7 @@ def test_a_session_token_is_sent_on_every_request_and_only_then(
             exercise_both_planes(provider, emulator)
         assert emulator.signature_failures == []
         tokens = [r.headers.get("x-amz-security-token") for r in emulator.requests]
-    assert len(tokens) == 8
+    assert len(tokens) == 9
     assert tokens == [session_token] * len(tokens)
 
 
@@ -604,7 +605,11 @@ def test_a_given_runtime_session_id_reattaches_to_that_session(
         assert result.session_id == given
         texts.append(result.text)
     assert texts == ["first answer", "second answer"], "the second run continued the session"
-    headers = [r.headers["x-amzn-bedrock-agentcore-runtime-session-id"] for r in emulator.requests]
+    headers = [
+        r.headers["x-amzn-bedrock-agentcore-runtime-session-id"]
+        for r in emulator.requests
+        if r.listener == "data"
+    ]
     assert headers == [given, given]
 
 

@@ -43,6 +43,15 @@ ENVIRONMENT = {
     }
 }
 
+# What GetHarness answers for HARNESS_ARN: one deployed built-in tool.
+DEPLOYED_HARNESS = {
+    "arn": HARNESS_ARN,
+    "harnessId": "reporter-abcdefghij",
+    "harnessName": "reporter",
+    "status": "READY",
+    "tools": [{"type": "agentcore_code_interpreter", "name": "code"}],
+}
+
 
 def tools() -> Tools:
     registry = Tools()
@@ -182,8 +191,11 @@ class Recorder(BaseAdapter):
     def close(self) -> None:
         pass
 
+    def invocations(self) -> list[requests.PreparedRequest]:
+        return [request for request in self.sent if request.method == "POST"]
+
     def bodies(self) -> list[Any]:
-        return [json.loads(request.body or b"{}") for request in self.sent]
+        return [json.loads(request.body or b"{}") for request in self.invocations()]
 
 
 def recording_provider(recorder: Recorder) -> BedrockAgentCore:
@@ -200,9 +212,17 @@ def recording_provider(recorder: Recorder) -> BedrockAgentCore:
 
 @pytest.fixture
 def invoked() -> Recorder:
-    """A two-turn session with every per-invocation option set, recorded."""
+    """A two-turn session with every per-invocation option set, recorded; the harness it
+    reads first deploys a code interpreter, which is sent along with the local tools."""
     stream = "application/vnd.amazon.eventstream"
-    recorder = Recorder([(200, stream, tool_turn()), (200, stream, final_turn())])
+    harness = json.dumps({"harness": DEPLOYED_HARNESS}).encode()
+    recorder = Recorder(
+        [
+            (200, "application/json", harness),
+            (200, stream, tool_turn()),
+            (200, stream, final_turn()),
+        ]
+    )
     registry = tools()
     with recording_provider(recorder) as provider:
         result = run_to_completion(
@@ -222,7 +242,7 @@ def invoked() -> Recorder:
             actor_id="user-42",
         )
     assert result.text == "Sunny."
-    assert len(recorder.sent) == 2
+    assert [request.method for request in recorder.sent] == ["GET", "POST", "POST"]
     return recorder
 
 
@@ -242,7 +262,9 @@ def test_the_kickoff_body_with_every_option_fits_invoke_harness_request(
         "allowedTools",
         "actorId",
     }, "every option is sent under its member name"
-    assert [tool["type"] for tool in kickoff["tools"]] == ["inline_function"] * 2
+    assert [tool["type"] for tool in kickoff["tools"]] == ["agentcore_code_interpreter"] + [
+        "inline_function"
+    ] * 2, "the harness's deployed tool first, then the local ones"
 
 
 def test_the_resume_body_of_a_session_fits_invoke_harness_request(invoked: Recorder) -> None:
@@ -253,7 +275,7 @@ def test_the_resume_body_of_a_session_fits_invoke_harness_request(invoked: Recor
 
 def test_the_query_and_header_members_fit_their_shapes(invoked: Recorder) -> None:
     shape = _service_model("bedrock-agentcore").operation_model("InvokeHarness").input_shape
-    for request in invoked.sent:
+    for request in invoked.invocations():
         url = urlsplit(request.url or "")
         query = parse_qs(url.query)
         errors: list[tuple[str, str]] = []

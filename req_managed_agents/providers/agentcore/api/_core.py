@@ -101,7 +101,8 @@ class ClientCore:
             authenticate=signer,
             session=http,
         )
-        self._runtime_arns: dict[str, str | None] = {}
+        # GetHarness answers by harness ARN: read once, dropped when this client changes it.
+        self._harness_cache: dict[str, dict[str, Any]] = {}
         self._control = HttpClient(
             control_url,
             timeout=timeout,

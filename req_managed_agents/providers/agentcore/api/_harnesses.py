@@ -65,6 +65,7 @@ class HarnessesAPI(ClientCore):
         harmless."""
         payload = {"clientToken": client_token(), **body}
         path = f"/harnesses/{segment(harness_id)}"
+        self._forget(harness_id)
         updated = self._control_json("PATCH", path, body=payload, deadline=deadline)
         return _harness(updated, "UpdateHarness")
 
@@ -75,22 +76,35 @@ class HarnessesAPI(ClientCore):
     def delete_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``DeleteHarness``; deletion is asynchronous (the harness goes ``DELETING``)."""
         path = f"/harnesses/{segment(harness_id)}"
+        self._forget(harness_id)
         return self._control_json("DELETE", path, deadline=deadline)
 
-    def runtime_arn(self, harness_arn: str) -> str | None:
-        """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``, asked
-        once per harness); None if the harness names none."""
-        if harness_arn not in self._runtime_arns:
+    def cached_harness(self, harness_arn: str) -> dict[str, Any]:
+        """The harness (``GetHarness``), asked once per harness and client: what a session
+        needs from it (its deployed tools, its runtime) changes only by an update, and an
+        update or delete through this client drops the copy."""
+        harness = self._harness_cache.get(harness_arn)
+        if harness is None:
             harness = self.get_harness(harness_arn.rsplit("/", 1)[-1])
-            environment = harness.get("environment")
-            runtime = (
-                environment.get("agentCoreRuntimeEnvironment")
-                if isinstance(environment, Mapping)
-                else None
-            )
-            arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
-            self._runtime_arns[harness_arn] = arn if isinstance(arn, str) and arn else None
-        return self._runtime_arns[harness_arn]
+            self._harness_cache[harness_arn] = harness
+        return harness
+
+    def _forget(self, harness_id: str) -> None:
+        key = harness_id.rsplit("/", 1)[-1]
+        for arn in [arn for arn in self._harness_cache if arn.rsplit("/", 1)[-1] == key]:
+            self._harness_cache.pop(arn, None)
+
+    def runtime_arn(self, harness_arn: str) -> str | None:
+        """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``); None if
+        the harness names none."""
+        environment = self.cached_harness(harness_arn).get("environment")
+        runtime = (
+            environment.get("agentCoreRuntimeEnvironment")
+            if isinstance(environment, Mapping)
+            else None
+        )
+        arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
+        return arn if isinstance(arn, str) and arn else None
 
     # -- data plane -----------------------------------------------------------------------
 
