@@ -34,7 +34,7 @@
         ├── EnvironmentNameConflictError      a create said 409 yet no such name is listed
         ├── UnknownTagError (KeyError)        ``resolve("base:tag")`` found no such tag
         ├── PartialPruneError                 pruning stopped part way
-        └── HarnessNotReadyError              an AgentCore harness did not reach READY
+        └── HarnessNotReadyError              a harness (or its endpoint) did not reach READY
             ├── HarnessFailedError            it reported a *_FAILED status
             ├── HarnessDeletingError          it is being deleted (it can never be READY)
             ├── HarnessUnknownStatusError     it reported a status this library does not know
@@ -382,17 +382,32 @@ class PartialPruneError(ProvisioningError):
 
 
 class HarnessNotReadyError(ProvisioningError):
-    """An AgentCore harness did not reach ``READY``; says which, in what status, after how long."""
+    """An AgentCore harness, or the endpoint it is invoked at, did not reach ``READY``; says
+    which (``phase``), in what status, after how long and how many polls."""
 
     def __init__(
-        self, harness_id: str, status: str | None, *, elapsed: float, polls: int, detail: str
+        self,
+        harness_id: str,
+        status: str | None,
+        *,
+        elapsed: float,
+        polls: int,
+        detail: str,
+        endpoint_name: str | None = None,
     ) -> None:
         self.harness_id = harness_id
         self.status = status
         self.elapsed = elapsed
         self.polls = polls
+        #: Which wait stopped: ``"harness"``, or ``"endpoint"`` (then ``endpoint_name``).
+        self.phase = "harness" if endpoint_name is None else "endpoint"
+        self.endpoint_name = endpoint_name
+        subject = f"harness {harness_id}"
+        if endpoint_name is not None:
+            subject = f"endpoint {endpoint_name} of harness {harness_id}"
+            status = status or "not created yet"
         super().__init__(
-            f"harness {harness_id} {detail} (status {status}, after {elapsed:.1f} s, {polls} polls)"
+            f"{subject} {detail} (status {status}, after {elapsed:.1f} s, {polls} polls)"
         )
 
 

@@ -35,13 +35,15 @@ class ClaudeAgentHandle:
 
 @dataclass(frozen=True)
 class HarnessHandle:
-    """A provisioned AgentCore harness (``READY`` when returned)."""
+    """A provisioned AgentCore harness, ``READY`` when returned together with its endpoint
+    ``endpoint_name``, which sessions started from the handle invoke (their ``qualifier``)."""
 
     harness_arn: str
     harness_id: str
     name: str
     digest: str
     kind: str = "agentcore"
+    endpoint_name: str = "DEFAULT"
 
 
 Handle = Union[ClaudeAgentHandle, HarnessHandle]

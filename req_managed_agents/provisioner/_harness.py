@@ -3,6 +3,7 @@ the caller's budget and deleted again if it never gets there."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -87,8 +88,12 @@ def provision_harness(
     store: Store,
     execution_role_arn: str | None,
     timeout: float,
+    endpoint_name: str,
 ) -> HarnessHandle:
     from req_managed_agents.providers.agentcore import create_harness_and_wait, wait_until_ready
+    from req_managed_agents.providers.agentcore.api._endpoints import check_endpoint_name
+
+    check_endpoint_name(endpoint_name)
 
     if not execution_role_arn or not execution_role_arn.strip():
         raise ConfigurationError("provisioning an AgentCore harness needs execution_role_arn")
@@ -99,29 +104,42 @@ def provision_harness(
     body = harness_body(spec, environment, execution_role_arn.strip())
     harness_digest = digest8(body)
     name = compose_name(spec.name, harness_digest, AGENTCORE_NAMES)
-    key = "provision:" + digest(["agentcore", client.control_url, name])
+    scope = ["agentcore", client.control_url, name]
+    if endpoint_name != "DEFAULT":  # keys made before endpoints were waited on stay valid
+        scope.append(endpoint_name)
+    key = "provision:" + digest(scope)
     with store_lock(store):
         cached = from_record(store.get(key))
-        if isinstance(cached, HarnessHandle):
+        if isinstance(cached, HarnessHandle) and cached.endpoint_name == endpoint_name:
             status = _harness_status(client, cached.harness_id, deadline)
             if status == "READY":
                 return cached
             if status in (None, "DELETING"):
                 forget(store, cached)  # deleted elsewhere: a fresh one is made below
-        harness = _adopt_harness(client, name, deadline, wait_until_ready)
+        wait = functools.partial(wait_until_ready, endpoint_name=endpoint_name)
+        harness = _adopt_harness(client, name, deadline, wait)
         if harness is None:
             request = {"harnessName": name, **body}
             try:
                 harness = create_harness_and_wait(
-                    client, request, timeout=max(0.001, deadline - time.monotonic())
+                    client,
+                    request,
+                    timeout=max(0.001, deadline - time.monotonic()),
+                    endpoint_name=endpoint_name,
                 )
             except ConflictError:
-                harness = _adopt_harness(client, name, deadline, wait_until_ready)
+                harness = _adopt_harness(client, name, deadline, wait)
                 if harness is None:
                     raise ProvisioningError(
                         f"harness name {name!r} conflicts but is not listed"
                     ) from None
-        handle = HarnessHandle(str(harness["arn"]), str(harness["harnessId"]), name, harness_digest)
+        handle = HarnessHandle(
+            str(harness["arn"]),
+            str(harness["harnessId"]),
+            name,
+            harness_digest,
+            endpoint_name=endpoint_name,
+        )
         remember(store, key, handle)
     return handle
 

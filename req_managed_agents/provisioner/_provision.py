@@ -70,18 +70,23 @@ def provision(
     store: Store | None = None,
     execution_role_arn: str | None = None,
     timeout: float = DEFAULT_HARNESS_TIMEOUT,
+    endpoint_name: str = "DEFAULT",
 ) -> Handle:
     """The provider resources for ``spec``, reused when they exist, created when not.
 
     Claude returns a :class:`ClaudeAgentHandle`; pass it as ``agent=`` to the drivers.
     AgentCore returns a :class:`HarnessHandle` (``harness=``) and needs
-    ``execution_role_arn``; ``timeout`` bounds the whole harness provision.
+    ``execution_role_arn``; ``timeout`` bounds the whole harness provision, which returns
+    once the harness and its endpoint ``endpoint_name`` (which sessions started from the
+    handle invoke) are both ``READY``.
     """
     if not isinstance(spec, AgentSpec):
         raise TypeError("provision needs an AgentSpec")
     store = store if store is not None else default_store()
     if is_agentcore(provider):
-        return provision_harness(provider, spec, environment, store, execution_role_arn, timeout)
+        return provision_harness(
+            provider, spec, environment, store, execution_role_arn, timeout, endpoint_name
+        )
     return provision_claude(provider, spec, environment, store)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +12,7 @@ from req_managed_agents import (
     BedrockAgentCore,
     ConfigurationError,
     HarnessFailedError,
+    HarnessReadyTimeoutError,
     ServerError,
     Tools,
     run_to_completion,
@@ -217,3 +219,87 @@ def test_the_environment_members_we_know_are_the_models() -> None:
     model = botocore_session.get_session().get_service_model("bedrock-agentcore-control")
     shape = model.operation_model("CreateHarness").input_shape.members["environment"]
     assert set(shape.members) == HARNESS_ENVIRONMENT_MEMBERS
+
+
+# --- the endpoint a harness is invoked at -------------------------------------------------
+
+
+def test_provision_waits_for_the_default_endpoint_and_the_first_run_succeeds(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    """Live, the DEFAULT endpoint became READY minutes after its harness; until then an
+    InvokeHarness fails. Provisioning returns only once both are READY."""
+    emulator.delay_default_endpoints(3.0)
+    started = time.monotonic()
+    handle = provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE, timeout=20)
+    waited = time.monotonic() - started
+    assert 3.0 <= waited < 10, waited
+    assert handle.endpoint_name == "DEFAULT"
+    endpoint_gets = [
+        r
+        for r in emulator.requests
+        if r.method == "GET" and r.path == f"/harnesses/{handle.harness_id}/endpoints/DEFAULT"
+    ]
+    assert len(endpoint_gets) >= 2, "404 (not created yet) was waited through"
+    result = run_to_completion(provider, "hi", handler=Tools(), harness=handle, timeout=10)
+    assert result.text == "ready"
+    (invocation,) = [r for r in emulator.requests if r.path == "/harnesses/invoke"]
+    assert invocation.query["qualifier"] == ["DEFAULT"], "the driver invokes that endpoint"
+
+
+def test_an_endpoint_that_never_comes_names_the_endpoint_phase_and_the_harness_is_deleted(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    emulator.delay_default_endpoints(None)
+    with pytest.raises(HarnessReadyTimeoutError) as caught:
+        provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE, timeout=1.5)
+    error = caught.value
+    assert error.phase == "endpoint"
+    assert error.endpoint_name == "DEFAULT"
+    assert error.status is None
+    assert error.polls >= 2
+    assert 1.0 <= error.elapsed < 3.0
+    message = str(error)
+    assert message.startswith(f"endpoint DEFAULT of harness {error.harness_id}")
+    assert "not created yet" in message
+    assert f"{error.polls} polls" in message
+    assert [(r.method, r.path) for r in emulator.requests if r.method == "DELETE"] == [
+        ("DELETE", f"/harnesses/{error.harness_id}")
+    ], "the harness this call created is rolled back"
+
+
+def test_an_adopted_harness_whose_endpoint_never_comes_is_not_deleted(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    name = compose_name(SPEC.name, digest8(harness_body(SPEC, None, ROLE)), AGENTCORE_NAMES)
+    emulator.add_harness(name=name)
+    emulator.delay_default_endpoints(None)
+    with pytest.raises(HarnessReadyTimeoutError) as caught:
+        provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE, timeout=1.0)
+    assert caught.value.phase == "endpoint"
+    assert not [r for r in emulator.requests if r.method == "DELETE"], "never one it adopted"
+    assert [h["harnessName"] for h in emulator.harnesses()] == [name]
+
+
+def test_a_named_endpoint_is_waited_on_and_invoked(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    handle = provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE)
+    client = provider.client
+    client.create_harness_endpoint(handle.harness_id, "live")
+    store = MemoryStore()
+    live = provision(provider, SPEC, store=store, execution_role_arn=ROLE, endpoint_name="live")
+    assert (live.harness_id, live.endpoint_name) == (handle.harness_id, "live")
+    assert client.get_harness_endpoint(handle.harness_id, "live")["status"] == "READY"
+    run_to_completion(provider, "hi", handler=Tools(), harness=live, timeout=10)
+    (invocation,) = [r for r in emulator.requests if r.path == "/harnesses/invoke"]
+    assert invocation.query["qualifier"] == ["live"]
+
+
+@pytest.mark.parametrize("name", ["", "1st", "has-dash", "x" * 49, "DEFAULT\n"])
+def test_an_invalid_endpoint_name_is_refused_before_any_request(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator, name: str
+) -> None:
+    with pytest.raises(ConfigurationError, match="endpoint name"):
+        provision(provider, SPEC, store=MemoryStore(), execution_role_arn=ROLE, endpoint_name=name)
+    assert emulator.requests == []

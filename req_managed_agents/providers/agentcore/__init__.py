@@ -7,6 +7,7 @@ Importing this package does not import botocore; constructing :class:`BedrockAge
 from req_managed_agents.providers.agentcore._client import AgentCoreClient, CommandResult
 from req_managed_agents.providers.agentcore._converse import inline_function, resume_messages
 from req_managed_agents.providers.agentcore._harness import (
+    DEFAULT_ENDPOINT,
     create_harness_and_wait,
     wait_until_ready,
 )
@@ -16,6 +17,7 @@ from req_managed_agents.providers.agentcore._provider import (
 )
 
 __all__ = [
+    "DEFAULT_ENDPOINT",
     "AgentCoreClient",
     "BedrockAgentCore",
     "CommandResult",

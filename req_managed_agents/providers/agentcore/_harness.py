@@ -1,6 +1,11 @@
-"""Bringing an AgentCore harness to ``READY`` within one wall-clock budget.
+"""Bringing an AgentCore harness and the endpoint it is invoked at to ``READY`` within one
+wall-clock budget.
 
-There is no waiter for harnesses, so we poll ``GetHarness``. Statuses are open strings:
+A ``READY`` harness is not yet invokable: its ``DEFAULT`` endpoint is created after it and
+became ``READY`` minutes later on the live service. So the wait has two phases, the harness
+(``GetHarness``) then the endpoint (``GetHarnessEndpoint``, whose 404 means "not created
+yet", which is why the name is checked before any request); endpoint statuses are read as
+harness statuses. There is no waiter for either, so we poll. Statuses are open strings:
 ``READY`` ends the wait; ``CREATING``/``UPDATING`` continue it; a ``*_FAILED`` status,
 ``DELETING`` (it can never become ready) or any status we do not know end it with a named
 error at once. One monotonic deadline covers the create, every poll and every request
@@ -23,15 +28,21 @@ from req_managed_agents.errors import (
     HarnessReadyTimeoutError,
     HarnessUnknownStatusError,
     ManagedAgentsError,
+    NotFoundError,
     RateLimitError,
     ServerError,
     TransportError,
 )
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
+from req_managed_agents.providers.agentcore.api._endpoints import (
+    DEFAULT_ENDPOINT,
+    check_endpoint_name,
+)
 from req_managed_agents.transport._backoff import RetryPolicy, pause
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
+    "DEFAULT_ENDPOINT",
     "DEFAULT_PROVISION_TIMEOUT",
     "classify_status",
     "create_harness_and_wait",
@@ -76,60 +87,107 @@ def wait_until_ready(
     *,
     deadline: float,
     poll_interval: float,
+    endpoint_name: str | None = DEFAULT_ENDPOINT,
 ) -> dict[str, Any]:
-    """Poll until the harness is ``READY`` (returned) or a named error says why not."""
-    pacing = READY_POLL.but(cap=poll_interval, base=min(READY_POLL.base, poll_interval))
-    started = time.monotonic()
-    polls = 0
-    status: str | None = None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise HarnessReadyTimeoutError(
-                harness_id,
-                status,
-                elapsed=time.monotonic() - started,
-                polls=polls,
-                detail="did not become READY in time",
-            )
-        try:
-            harness = client.get_harness(harness_id, deadline=deadline)
-        except (RateLimitError, ServerError, TransportError) as exc:
-            # A throttled or flaky control plane says nothing about the harness: keep
-            # waiting while the budget lasts.
-            polls += 1
-            _log.info("polling harness %s failed (%s); still waiting", harness_id, exc)
-            pause(min(pacing.cap, deadline - time.monotonic()))
-            continue
-        polls += 1
-        status = str(harness.get("status")) if harness.get("status") is not None else None
-        elapsed = time.monotonic() - started
-        telemetry.emit(
-            "provision.poll",
-            {"elapsed": elapsed, "polls": polls},
-            {"harness_id": harness_id, "status": status},
+    """Poll until the harness is ``READY`` and then its endpoint ``endpoint_name`` is too
+    (None: the harness only); return the harness, or raise a named error saying which phase
+    stopped where."""
+    if endpoint_name is not None:
+        check_endpoint_name(endpoint_name)
+    poll = _Poll(harness_id, deadline, poll_interval)
+    harness = poll.until_ready("harness", lambda: client.get_harness(harness_id, deadline=deadline))
+    if endpoint_name is not None:
+        poll.until_ready(
+            "endpoint",
+            lambda: client.get_harness_endpoint(harness_id, endpoint_name, deadline=deadline),
+            endpoint_name=endpoint_name,
         )
-        kind = classify_status(status)
-        if kind == "ready":
-            return harness
-        if kind != "pending":
-            raise _not_ready(kind, harness_id, status, harness.get("failureReason"), elapsed, polls)
-        # Quick harnesses are seen quickly; slow ones are not polled more than needed.
-        pacing.wait(polls - 1, limit=deadline - time.monotonic())
+    return harness
+
+
+class _Poll:
+    """One wait's deadline, pacing, elapsed time and poll count, over both phases."""
+
+    def __init__(self, harness_id: str, deadline: float, poll_interval: float) -> None:
+        self.harness_id = harness_id
+        self.deadline = deadline
+        self.pacing = READY_POLL.but(cap=poll_interval, base=min(READY_POLL.base, poll_interval))
+        self.started = time.monotonic()
+        self.polls = 0
+
+    def until_ready(
+        self, phase: str, read: Any, *, endpoint_name: str | None = None
+    ) -> dict[str, Any]:
+        status: str | None = None
+        phase_polls = 0
+        while True:
+            if self.deadline - time.monotonic() <= 0:
+                raise HarnessReadyTimeoutError(
+                    self.harness_id,
+                    status,
+                    elapsed=time.monotonic() - self.started,
+                    polls=self.polls,
+                    detail="did not become READY in time",
+                    endpoint_name=endpoint_name,
+                )
+            self.polls += 1
+            phase_polls += 1
+            try:
+                found: dict[str, Any] = read()
+            except NotFoundError:
+                if endpoint_name is None:
+                    raise
+                # The endpoint is created after the harness; until then it is not found.
+                status = None
+                self.pacing.wait(phase_polls - 1, limit=self.deadline - time.monotonic())
+                continue
+            except (RateLimitError, ServerError, TransportError) as exc:
+                # A throttled or flaky control plane says nothing about the harness: keep
+                # waiting while the budget lasts.
+                _log.info("polling harness %s failed (%s); still waiting", self.harness_id, exc)
+                pause(min(self.pacing.cap, self.deadline - time.monotonic()))
+                continue
+            status = str(found.get("status")) if found.get("status") is not None else None
+            elapsed = time.monotonic() - self.started
+            telemetry.emit(
+                "provision.poll",
+                {"elapsed": elapsed, "polls": self.polls},
+                {"harness_id": self.harness_id, "status": status, "phase": phase},
+            )
+            kind = classify_status(status)
+            if kind == "ready":
+                return found
+            if kind != "pending":
+                raise _not_ready(
+                    kind,
+                    self.harness_id,
+                    status,
+                    found.get("failureReason"),
+                    elapsed,
+                    self.polls,
+                    endpoint_name,
+                )
+            # Quick harnesses are seen quickly; slow ones are not polled more than needed.
+            self.pacing.wait(phase_polls - 1, limit=self.deadline - time.monotonic())
 
 
 def _not_ready(
-    kind: str, harness_id: str, status: str | None, reason: object, elapsed: float, polls: int
+    kind: str,
+    harness_id: str,
+    status: str | None,
+    reason: object,
+    elapsed: float,
+    polls: int,
+    endpoint_name: str | None,
 ) -> HarnessNotReadyError:
+    facts: dict[str, Any] = {"elapsed": elapsed, "polls": polls, "endpoint_name": endpoint_name}
     if kind == "failed":
         detail = f"failed: {reason}" if reason else "failed"
-        return HarnessFailedError(harness_id, status, elapsed=elapsed, polls=polls, detail=detail)
+        return HarnessFailedError(harness_id, status, detail=detail, **facts)
     if kind == "deleting":
-        return HarnessDeletingError(
-            harness_id, status, elapsed=elapsed, polls=polls, detail="is being deleted"
-        )
+        return HarnessDeletingError(harness_id, status, detail="is being deleted", **facts)
     return HarnessUnknownStatusError(
-        harness_id, status, elapsed=elapsed, polls=polls, detail="reported an unknown status"
+        harness_id, status, detail="reported an unknown status", **facts
     )
 
 
@@ -139,14 +197,18 @@ def create_harness_and_wait(
     *,
     timeout: float = DEFAULT_PROVISION_TIMEOUT,
     poll_interval: float | None = None,
+    endpoint_name: str | None = DEFAULT_ENDPOINT,
 ) -> dict[str, Any]:
-    """``CreateHarness``, then wait for ``READY`` within ``timeout`` seconds in total.
+    """``CreateHarness``, then wait for it and its endpoint ``endpoint_name`` (None: the
+    harness only) to be ``READY``, within ``timeout`` seconds in total.
 
     Returns the ready harness. On any failure after the create, the new harness is deleted
     before the error propagates.
     """
     if timeout <= 0:
         raise ValueError("timeout must be positive")
+    if endpoint_name is not None:
+        check_endpoint_name(endpoint_name)
     deadline = time.monotonic() + timeout
     harness = client.create_harness(body, deadline=deadline)
     harness_id = str(harness["harnessId"])
@@ -158,6 +220,7 @@ def create_harness_and_wait(
             poll_interval=poll_interval
             if poll_interval is not None
             else poll_interval_for(timeout),
+            endpoint_name=endpoint_name,
         )
     except BaseException:
         _rollback(client, harness_id)

@@ -25,6 +25,7 @@ from req_managed_agents.providers.agentcore._conversation import (
 )
 from req_managed_agents.providers.agentcore._options import OPTIONS
 from req_managed_agents.providers.agentcore._tools import as_tools, merged_tools
+from req_managed_agents.providers.agentcore.api._endpoints import check_endpoint_name
 from req_managed_agents.transport._config import setting, text_setting
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
@@ -55,8 +56,10 @@ class BedrockAgentCore:
     (generated when omitted; passing one reattaches to that session), the per-invocation
     limits ``timeout_seconds``, ``max_iterations``, ``max_tokens``, and ``system_prompt``,
     ``model`` (an id or a model config), ``tools`` (a ``Tools`` registry or declarations, sent
-    as ``inline_function`` tools), ``allowed_tools``, ``actor_id``, ``qualifier``,
-    ``idle_timeout``, ``invoke_retries`` (default 2).
+    as ``inline_function`` tools, with the harness's deployed tools unless
+    ``harness_tools=False``), ``allowed_tools``, ``actor_id``, ``qualifier`` (the harness
+    endpoint invoked; a ``harness=`` handle's ``endpoint_name`` by default), ``idle_timeout``,
+    ``invoke_retries`` (default 2).
     """
 
     name = PROVIDER_NAME
@@ -146,6 +149,11 @@ class BedrockAgentCore:
         retries = setting(options.get("invoke_retries"), None, DEFAULT_INVOKE_RETRIES, int)
         if idle_timeout <= 0 or retries < 0:
             raise ConfigurationError("idle_timeout must be positive, invoke_retries >= 0")
+        qualifier = options.get("qualifier") or (
+            handle_id(harness, "endpoint_name") if harness else None
+        )
+        if qualifier is not None:
+            check_endpoint_name(qualifier)
         harness_tools = options.get("harness_tools", True)
         if not isinstance(harness_tools, bool):
             raise ConfigurationError(f"harness_tools must be True or False, got {harness_tools!r}")
@@ -162,7 +170,7 @@ class BedrockAgentCore:
             request_options=request_options,
             idle_timeout=idle_timeout,
             invoke_retries=retries,
-            qualifier=options.get("qualifier"),
+            qualifier=qualifier,
             on_event=on_event,
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,

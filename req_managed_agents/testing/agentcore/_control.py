@@ -2,9 +2,13 @@
 
 CreateHarness (idempotent by ``clientToken``; names are unique), GetHarness (the latest
 version, or ``?harnessVersion=N``), ListHarnesses (paged by ``nextToken``), UpdateHarness,
-ListHarnessVersions and DeleteHarness. A harness walks through a script of statuses, one
-step per GetHarness (default ``CREATING`` then ``READY``); a deleted one answers as
-``DELETING`` to ``delete_after`` observations (GetHarness or ListHarnesses), then is gone.
+ListHarnessVersions and DeleteHarness, and the endpoint routes (``_endpoints``). A harness
+walks through a script of statuses, one step per GetHarness (default ``CREATING`` then
+``READY``); a deleted one answers as ``DELETING`` to ``delete_after`` observations
+(GetHarness or ListHarnesses), then is gone, or turns ``DELETE_FAILED`` or stays
+``DELETING`` if its deletion was scripted so; deleting a ``DELETING`` harness again is a
+``ConflictException``. ListHarnesses leaves ``harnesses`` out when there are none, as the
+live service does.
 Each harness has a runtime behind it, whose ARN InvokeAgentRuntimeCommand addresses.
 
 UpdateHarness (``PATCH``) takes only a ``READY`` harness (anything else is a
@@ -24,6 +28,7 @@ import secrets
 import string
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.agentcore._endpoints import EndpointRoutes
 from req_managed_agents.testing.agentcore._harness import (
     _VERSION_KEYS,
     _Harness,
@@ -89,6 +94,9 @@ class ControlPlane:
             ("PATCH", f"/harnesses/{one}", self._update_harness),
             ("GET", f"/harnesses/{one}/versions", self._list_harness_versions),
             ("DELETE", f"/harnesses/{one}", self._delete_harness),
+            *EndpointRoutes(
+                self._state, self._control_model, self._live_harness, self._token_page
+            ).routes(),
         ]
 
     def new_harness(
@@ -143,11 +151,14 @@ class ControlPlane:
 
     def _observed(self, harness: _Harness) -> bool:
         """Count a GET or LIST seeing a deleted harness; False (and gone) once it has had its
-        ``delete_after`` sightings."""
+        ``delete_after`` sightings, unless its deletion was scripted to fail or stick."""
         if harness.deleting_observed is None:
             return True
         harness.deleting_observed += 1
         if harness.deleting_observed <= self._delete_after:
+            return True
+        if harness.deletion != "gone":
+            harness.deletion_over()
             return True
         del self._state.harnesses[harness.id]
         self._state.condition.notify_all()
@@ -282,14 +293,17 @@ class ControlPlane:
         with self._state.condition:
             live = sorted(self._state.harnesses.values(), key=lambda h: h.order)
             keyed = [(h.order, h.summary()) for h in live if self._observed(h)]
-            return 200, self._token_page(exchange, keyed, "harnesses")
+            page = self._token_page(exchange, keyed, "harnesses")
+            if not page["harnesses"]:
+                del page["harnesses"]  # the live service's answer when there are none
+            return 200, page
 
     def _delete_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
         with self._state.condition:
             harness = self._live_harness(harness_id)
-            if harness.deleting_observed is None:
-                harness.deleting_observed = 0
-                harness.record["updatedAt"] = utc_timestamp()
+            if harness.deleting_observed is not None:  # as live: a repeat may answer 409
+                raise _AwsError(409, "ConflictException", f"Harness {harness_id} is DELETING")
+            harness.start_deleting()
             view = harness.view()
             if self._delete_after == 0:
                 self._observed(harness)

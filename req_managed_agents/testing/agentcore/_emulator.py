@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from req_managed_agents.providers.agentcore import BedrockAgentCore
     from req_managed_agents.testing.agentcore._commands import CommandOutput, CommandRecord
+    from req_managed_agents.testing.agentcore._harness import Deletion
     from req_managed_agents.testing.agentcore._records import Invocation, StoppedSession
 
 
@@ -44,7 +45,10 @@ class AgentCoreEmulator(LoopbackEmulator):
     carry ``x-amz-security-token: <session_token>`` when a session token is set.
     ``command_runner(command, timeout)`` runs InvokeAgentRuntimeCommand commands (default:
     ``/bin/sh`` in the temporary directory ``workdir``). A deleted harness answers as
-    ``DELETING`` to ``delete_after`` GetHarness/ListHarnesses calls, then is gone.
+    ``DELETING`` to ``delete_after`` GetHarness/ListHarnesses calls, then is gone (see
+    :meth:`script_deletion`). A harness's ``DEFAULT`` endpoint, which invocations without a
+    ``qualifier`` need, appears ``endpoint_delay`` seconds after the harness is ``READY``
+    (None: never; see :meth:`delay_default_endpoints`).
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class AgentCoreEmulator(LoopbackEmulator):
         session_token: str | None = None,
         command_runner: Callable[[str, float | None], CommandOutput] | None = None,
         delete_after: int = 1,
+        endpoint_delay: float | None = 0.0,
     ) -> None:
         # Loaded here, not at import: the testing package must not need botocore. It
         # verifies signatures with botocore, so it needs the same extra as the provider.
@@ -91,6 +96,7 @@ class AgentCoreEmulator(LoopbackEmulator):
         # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = AgentCoreState(lifecycle.condition)
+        self.delay_default_endpoints(endpoint_delay)
         self._control = control = ControlPlane(
             state,
             control_model,
@@ -193,6 +199,27 @@ class AgentCoreEmulator(LoopbackEmulator):
                 self._state.next_statuses[name] = script
             else:
                 harness.set_statuses(script)
+
+    def delay_default_endpoints(self, seconds: float | None) -> None:
+        """Make every harness's ``DEFAULT`` endpoint appear (``READY``) ``seconds`` after
+        the harness turned ``READY`` (None: never). Until then GetHarnessEndpoint answers
+        404 and InvokeHarness without a qualifier is refused, as live after a fresh create."""
+        if seconds is not None and seconds < 0:
+            raise ValueError("an endpoint delay must not be negative")
+        with self._state.condition:
+            self._state.endpoint_delay = seconds
+
+    def script_deletion(self, name: str, outcome: Deletion) -> None:
+        """How deleting the live harness ``name`` ends once it has answered ``DELETING``
+        ``delete_after`` times: ``"gone"`` (the default), ``"failed"`` (``DELETE_FAILED``)
+        or ``"stuck"`` (``DELETING`` for good)."""
+        if outcome not in ("gone", "failed", "stuck"):
+            raise ValueError(f"a deletion ends 'gone', 'failed' or 'stuck', not {outcome!r}")
+        with self._state.condition:
+            harness = self._state.named(name)
+            if harness is None:
+                raise ValueError(f"no live harness named {name!r}")
+            harness.deletion = outcome
 
     def exception_frame(
         self,

@@ -11,7 +11,9 @@ happens after it; a stream cut before ``messageStop`` leaves the turn unplayed, 
 client's retry of the invocation replays it. Each committed turn keeps the frames written
 for it, for tests to check what a client must have seen.
 
-StopRuntimeSession (``_runtimes``) cuts a session's in-flight invocations.
+An invocation needs a ``READY`` harness and a ``READY`` endpoint (its ``qualifier``, by
+default ``DEFAULT``, which appears only some time after the harness is ``READY``; see
+``_endpoints``). StopRuntimeSession (``_runtimes``) cuts a session's in-flight invocations.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from req_managed_agents.testing.agentcore._converse import (
     _ToolUse,
     _turn_events,
 )
+from req_managed_agents.testing.agentcore._endpoints import DEFAULT_ENDPOINT, find_endpoint
 from req_managed_agents.testing.agentcore._records import Invocation
 from req_managed_agents.testing.agentcore._shapes import _check_shape, _check_structure
 from req_managed_agents.testing.agentcore._wire import (
     _EVENT_STREAM,
     _SESSION_HEADER,
+    _AwsError,
     _event,
     _exception,
     _invalid,
@@ -160,6 +164,17 @@ class Invoker:
             if harness.status != "READY":
                 problem = f"Harness {harness.id} is {harness.status}, not READY"
                 raise _invalid([("harnessArn", problem)])
+            qualifier = query_value(request, "qualifier") or DEFAULT_ENDPOINT
+            endpoint = find_endpoint(self._state, harness, qualifier)
+            if endpoint is None:  # the DEFAULT one is not there yet after a fresh create
+                raise _AwsError(
+                    404,
+                    "ResourceNotFoundException",
+                    f"Endpoint {qualifier} not found for harness {harness.id}",
+                )
+            if endpoint.status != "READY":
+                problem = f"Endpoint {qualifier} is {endpoint.status}, not READY"
+                raise _invalid([("qualifier", problem)])
             conversation = self._state.conversations.setdefault((arn, session_id), _Conversation())
             try:
                 plan: _Plan | None = self._plan(harness, conversation, body)

@@ -32,6 +32,9 @@ class AgentCoreState:
         self.created = 0  # harnesses created so far; the order of the next one
         self.client_tokens: dict[str, str] = {}  # CreateHarness clientToken -> harness id
         self.update_tokens: dict[str, str] = {}  # UpdateHarness clientToken -> harness id
+        self.endpoint_tokens: set[str] = set()  # clientTokens of endpoint creates and updates
+        # Seconds from a harness's READY to its DEFAULT endpoint's (None: it never comes).
+        self.endpoint_delay: float | None = 0.0
         self.list_tokens: dict[str, tuple[str, int]] = {}  # nextToken -> (list's path, key)
         # The status scripts of the next harnesses created, by name (None: any name).
         self.next_statuses: dict[str | None, tuple[str, ...]] = {}

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
+    ConfigurationError,
+    ConflictError,
     HarnessDeletingError,
     HarnessFailedError,
     HarnessNotReadyError,
@@ -22,8 +24,14 @@ from req_managed_agents import (
     HarnessUnknownStatusError,
     ManagedAgentsError,
     NotFoundError,
+    Tools,
+    run_to_completion,
 )
-from req_managed_agents.providers.agentcore import AgentCoreClient, create_harness_and_wait
+from req_managed_agents.providers.agentcore import (
+    AgentCoreClient,
+    create_harness_and_wait,
+    wait_until_ready,
+)
 from req_managed_agents.testing import AgentCoreEmulator
 
 pytest.importorskip("botocore")
@@ -160,6 +168,7 @@ def test_list_harnesses_follows_next_token_to_the_last_page(
 def test_list_harnesses_with_none_is_empty(
     client: AgentCoreClient, emulator: AgentCoreEmulator
 ) -> None:
+    """The emulator answers ``{}`` here, as the live service does: no ``harnesses``."""
     assert client.list_harnesses() == []
 
 
@@ -207,3 +216,118 @@ def test_a_retried_create_resends_its_client_token(
     first, second = creates(emulator)
     assert first.body["clientToken"] == second.body["clientToken"]
     assert [h["harnessId"] for h in emulator.harnesses()] == [harness["harnessId"]]
+
+
+# --- asynchronous deletion ------------------------------------------------------------------
+
+
+def test_a_repeated_delete_of_a_deleting_harness_is_a_conflict(
+    client: AgentCoreClient, emulator: AgentCoreEmulator
+) -> None:
+    harness_id = client.create_harness(body("twice"))["harnessId"]
+    client.delete_harness(harness_id)
+    with pytest.raises(ConflictError):
+        client.delete_harness(harness_id)
+
+
+@pytest.mark.parametrize(("outcome", "final"), [("failed", "DELETE_FAILED"), ("stuck", "DELETING")])
+def test_a_scripted_deletion_fails_or_sticks(
+    client: AgentCoreClient, emulator: AgentCoreEmulator, outcome: Any, final: str
+) -> None:
+    harness_id = client.create_harness(body("scripted"))["harnessId"]
+    emulator.script_deletion("scripted", outcome)
+    client.delete_harness(harness_id)
+    statuses = [client.get_harness(harness_id)["status"] for _ in range(4)]
+    assert statuses == ["DELETING", final, final, final]
+    if outcome == "failed":
+        client.delete_harness(harness_id)  # a failed deletion may be tried again
+        assert client.get_harness(harness_id)["status"] == "DELETING"
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+
+def test_endpoint_crud_round_trip(client: AgentCoreClient, emulator: AgentCoreEmulator) -> None:
+    harness = create_harness_and_wait(client, body("ends"), timeout=10, poll_interval=0.05)
+    harness_id = harness["harnessId"]
+    created = client.create_harness_endpoint(harness_id, "canary", description="the canary")
+    assert (created["endpointName"], created["status"]) == ("canary", "CREATING")
+    assert created["arn"] == f"{harness['arn']}/harness-endpoint/canary"
+    assert CLIENT_TOKEN.fullmatch(
+        calls(emulator, "POST", created_path(harness_id))[0].body["clientToken"]
+    )
+    assert client.get_harness_endpoint(harness_id, "canary")["status"] == "CREATING"
+    ready = client.get_harness_endpoint(harness_id, "canary")
+    assert (ready["status"], ready["liveVersion"]) == ("READY", "1")
+    names = [e["endpointName"] for e in client.list_harness_endpoints(harness_id)]
+    assert names == ["DEFAULT", "canary"]
+    client.update_harness(harness_id, {"maxTokens": 100})
+    assert client.get_harness(harness_id)["status"] == "READY"
+    updated = client.update_harness_endpoint(harness_id, "canary", target_version="2")
+    assert (updated["status"], updated["targetVersion"]) == ("UPDATING", "2")
+    with pytest.raises(ConflictError):
+        client.update_harness_endpoint(harness_id, "canary", description="again")
+    client.get_harness_endpoint(harness_id, "canary")
+    assert client.get_harness_endpoint(harness_id, "canary")["liveVersion"] == "2"
+    assert client.delete_harness_endpoint(harness_id, "canary")["status"] == "DELETING"
+    with pytest.raises(ConflictError):
+        client.delete_harness_endpoint(harness_id, "canary")
+    client.get_harness_endpoint(harness_id, "canary")
+    with pytest.raises(NotFoundError):
+        client.get_harness_endpoint(harness_id, "canary")
+    assert emulator.signature_failures == []
+
+
+def created_path(harness_id: str) -> str:
+    return f"/harnesses/{harness_id}/endpoints"
+
+
+def test_endpoint_names_are_checked_before_any_request(
+    client: AgentCoreClient, emulator: AgentCoreEmulator
+) -> None:
+    for call in (
+        lambda: client.get_harness_endpoint("h-0123456789", "no-dash"),
+        lambda: client.create_harness_endpoint("h-0123456789", "9lives"),
+        lambda: client.delete_harness_endpoint("h-0123456789", ""),
+        lambda: create_harness_and_wait(client, body("never"), endpoint_name="a/b"),
+    ):
+        with pytest.raises(ConfigurationError, match="endpoint name"):
+            call()
+    assert emulator.requests == []
+
+
+def test_invoking_before_the_default_endpoint_exists_is_refused_as_live(
+    client: AgentCoreClient, emulator: AgentCoreEmulator
+) -> None:
+    """The gap a READY-only wait fell into: the harness is READY, its endpoint is not."""
+    emulator.delay_default_endpoints(60)
+    arn = emulator.add_harness(name="fresh")
+    with emulator.provider(timeout=5) as provider, pytest.raises(NotFoundError) as caught:
+        run_to_completion(provider, "hi", handler=Tools(), harness_arn=arn, invoke_retries=0)
+    assert "Endpoint DEFAULT not found" in str(caught.value)
+    with pytest.raises(NotFoundError):
+        client.get_harness_endpoint(arn.rsplit("/", 1)[-1], "DEFAULT")
+
+
+def test_the_endpoint_wait_counts_its_polls_and_fails_at_a_failed_endpoint(
+    client: AgentCoreClient, emulator: AgentCoreEmulator
+) -> None:
+    harness = create_harness_and_wait(client, body("both"), timeout=10, poll_interval=0.05)
+    harness_id = harness["harnessId"]
+    emulator.delay_default_endpoints(0.3)
+    client.create_harness_endpoint(harness_id, "slow")
+    ready = wait_until_ready(
+        client, harness_id, deadline=time.monotonic() + 5, poll_interval=0.05, endpoint_name="slow"
+    )
+    assert ready["harnessId"] == harness_id
+    with pytest.raises(HarnessReadyTimeoutError) as caught:
+        wait_until_ready(
+            client,
+            harness_id,
+            deadline=time.monotonic() + 0.3,
+            poll_interval=0.05,
+            endpoint_name="missing",
+        )
+    assert (caught.value.phase, caught.value.endpoint_name) == ("endpoint", "missing")
+    assert caught.value.polls >= 3, "one harness poll, then the endpoint's"
+    assert not calls(emulator, "DELETE", f"/harnesses/{harness_id}"), "a wait never deletes"

@@ -25,6 +25,8 @@ from req_managed_agents.transport._json import dumps_utf8, excerpt, loads
 
 __all__ = ["REQUESTS", "ClientCore", "client_token", "json_bytes", "json_object", "segment"]
 
+# Items asked for per page of a control-plane list (the most the API allows).
+LIST_PAGE_SIZE = 100
 # How much of an error body that is not JSON an APIError keeps.
 _ERROR_BODY_EXCERPT = 2000
 # Every request: 0.5 s doubling to 8 s with jitter, the server's retry-after up to 60 s;
@@ -156,6 +158,25 @@ class ClientCore:
             deadline=deadline,
         )
         return json_object(response, method, path)
+
+    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
+        """Every item of a control-plane list, following ``nextToken`` to the last page."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
+        seen_tokens: set[str] = set()
+        while True:
+            page = self._control_json("GET", path, params=params)
+            # The service leaves the member out of an empty list (ListHarnesses does).
+            found = page.get(member, [])
+            if not isinstance(found, list):
+                problem = f"GET {path} returned a {member!r} that is not a list"
+                raise APIError(200, None, problem, None)
+            items.extend(item for item in found if isinstance(item, dict))
+            token = page.get("nextToken")
+            if not isinstance(token, str) or not token or token in seen_tokens:
+                return items
+            seen_tokens.add(token)
+            params = {**params, "nextToken": token}
 
 
 def json_bytes(body: Mapping[str, Any]) -> bytes:

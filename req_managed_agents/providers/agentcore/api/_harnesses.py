@@ -11,8 +11,6 @@ from req_managed_agents.providers.agentcore.api._core import ClientCore, client_
 
 __all__ = ["HarnessesAPI"]
 
-LIST_PAGE_SIZE = 100
-
 
 class HarnessesAPI(ClientCore):
     """Harness CRUD on the control plane."""
@@ -40,22 +38,6 @@ class HarnessesAPI(ClientCore):
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
         return self._paged("/harnesses", "harnesses")
-
-    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
-        seen_tokens: set[str] = set()
-        while True:
-            page = self._control_json("GET", path, params=params)
-            found = page.get(member)
-            if not isinstance(found, list):
-                raise APIError(200, None, f"GET {path} returned no {member!r} list", None)
-            items.extend(item for item in found if isinstance(item, dict))
-            token = page.get("nextToken")
-            if not isinstance(token, str) or not token or token in seen_tokens:
-                return items
-            seen_tokens.add(token)
-            params = {**params, "nextToken": token}
 
     def update_harness(
         self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None
