@@ -20,7 +20,12 @@ import uuid
 from typing import Any
 
 from req_managed_agents.artifacts._base import check_name
-from req_managed_agents.errors import ArtifactNotFoundError, CommandFailedError, ManagedAgentsError
+from req_managed_agents.errors import (
+    ArtifactNotFoundError,
+    CommandFailedError,
+    ConfigurationError,
+    ManagedAgentsError,
+)
 from req_managed_agents.model._vocabulary import Artifact
 
 __all__ = ["AgentCoreSessionStorage"]
@@ -33,7 +38,9 @@ _MOUNT = re.compile(r"/[A-Za-z0-9._\-/]*")
 
 class AgentCoreSessionStorage:
     """The files under ``mount`` in one runtime session (``client`` is
-    ``BedrockAgentCore(...).client``; ``harness_arn`` addresses the session's runtime)."""
+    ``BedrockAgentCore(...).client``). ``harness_arn`` is the session's harness: the commands
+    go to the agent runtime behind it (``InvokeAgentRuntimeCommand`` takes the runtime's
+    ARN), read once from ``GetHarness``; a runtime ARN is used as it is."""
 
     def __init__(
         self,
@@ -51,6 +58,7 @@ class AgentCoreSessionStorage:
             )
         self._client = client
         self.harness_arn = harness_arn
+        self._runtime_arn: str | None = harness_arn if ":runtime/" in harness_arn else None
         self.runtime_session_id = runtime_session_id
         self.mount = mount
         self._timeout = timeout_seconds
@@ -61,9 +69,22 @@ class AgentCoreSessionStorage:
             f"mount={self.mount!r})"
         )
 
+    @property
+    def runtime_arn(self) -> str:
+        """The ARN of the agent runtime the commands run on."""
+        if self._runtime_arn is None:
+            arn = self._client.runtime_arn(self.harness_arn)
+            if not arn:
+                raise ConfigurationError(
+                    f"harness {self.harness_arn} names no agent runtime, so its session "
+                    "storage cannot be reached"
+                )
+            self._runtime_arn = str(arn)
+        return self._runtime_arn
+
     def _run(self, action: str, command: str, *, missing: str | None = None) -> str:
         result = self._client.invoke_agent_runtime_command(
-            self.harness_arn, self.runtime_session_id, command, timeout_seconds=self._timeout
+            self.runtime_arn, self.runtime_session_id, command, timeout_seconds=self._timeout
         )
         if result.exit_code == _NOT_FOUND and missing is not None:
             raise ArtifactNotFoundError(

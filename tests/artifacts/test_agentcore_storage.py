@@ -177,3 +177,47 @@ def test_the_mount_itself_is_validated(provider: BedrockAgentCore) -> None:
     for mount in ("relative", "/mnt/../etc", "/mnt/a b", "/mnt/$(id)"):
         with pytest.raises(ValueError, match="mount"):
             AgentCoreSessionStorage(provider.client, "arn", SESSION, mount)
+
+
+def test_commands_go_to_the_runtime_arn_resolved_once_from_the_harness(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    """``InvokeAgentRuntimeCommand`` takes the runtime's ARN; the storage keeps taking the
+    harness ARN and finds the runtime behind it (one GetHarness), as callers always did."""
+    harness_arn = emulator.add_harness(name="stored")
+    (harness,) = emulator.harnesses()
+    runtime_arn = harness["environment"]["agentCoreRuntimeEnvironment"]["agentRuntimeArn"]
+    storage = AgentCoreSessionStorage(
+        provider.client, harness_arn, SESSION, f"{emulator.workdir}/data"
+    )
+    storage.put("a.txt", b"1")
+    storage.put("b.txt", b"2")
+    assert [a.name for a in storage.list()] == ["a.txt", "b.txt"]
+    assert storage.runtime_arn == runtime_arn
+    assert {command.arn for command in emulator.commands} == {runtime_arn}
+    gets = [r for r in emulator.requests if r.method == "GET"]
+    assert [r.path for r in gets] == [f"/harnesses/{harness['harnessId']}"]
+
+
+def test_the_emulator_refuses_a_command_sent_to_a_harness_arn(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    from req_managed_agents import NotFoundError
+
+    harness_arn = emulator.add_harness(name="strict")
+    with pytest.raises(NotFoundError, match="agentRuntimeArn"):
+        provider.client.invoke_agent_runtime_command(harness_arn, SESSION, "true")
+    assert emulator.commands == []
+
+
+def test_a_runtime_arn_is_used_as_it_is(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    emulator.add_harness(name="direct")
+    (harness,) = emulator.harnesses()
+    runtime_arn = harness["environment"]["agentCoreRuntimeEnvironment"]["agentRuntimeArn"]
+    storage = AgentCoreSessionStorage(
+        provider.client, runtime_arn, SESSION, f"{emulator.workdir}/data"
+    )
+    storage.put("c.txt", b"3")
+    assert "GET" not in {r.method for r in emulator.requests}, "no GetHarness"

@@ -776,7 +776,7 @@ def test_a_command_streams_its_output_and_exit_code(
 ) -> None:
     monkeypatch.setenv("AGENTCORE_EMULATOR_TEST_SECRET", "leak")
     client = Client(emulator)
-    arn = emulator.add_harness()
+    arn = runtime_arn(emulator, emulator.add_harness())
     session_id = new_session_id()
     script = "echo out; echo err >&2; pwd; env; exit 7"
     response = client.command(arn, script, session_id, timeout=30)
@@ -796,7 +796,7 @@ def test_a_command_streams_its_output_and_exit_code(
 
 def test_large_output_is_split_into_8_kib_pieces(emulator: AgentCoreEmulator) -> None:
     client = Client(emulator)
-    arn = emulator.add_harness()
+    arn = runtime_arn(emulator, emulator.add_harness())
     chunks = command_frames(
         client.command(arn, "head -c 20000 /dev/zero | tr '\\0' a", new_session_id())
     )
@@ -808,7 +808,7 @@ def test_large_output_is_split_into_8_kib_pieces(emulator: AgentCoreEmulator) ->
 
 def test_a_command_that_overruns_its_timeout_is_killed(emulator: AgentCoreEmulator) -> None:
     client = Client(emulator)
-    arn = emulator.add_harness()
+    arn = runtime_arn(emulator, emulator.add_harness())
     started = time.monotonic()
     chunks = command_frames(
         client.command(arn, "echo started; sleep 5; echo late", new_session_id(), timeout=1)
@@ -887,7 +887,7 @@ def test_close_kills_running_commands_and_removes_the_workdir() -> None:
     assert workdir is not None
     assert os.path.isdir(workdir)
     client = Client(emu)
-    arn = emu.add_harness()
+    arn = runtime_arn(emu, emu.add_harness())
     outcome: list[object] = []
 
     def run() -> None:
@@ -1143,7 +1143,7 @@ def test_botocore_parses_the_frames(emulator: AgentCoreEmulator) -> None:
 
     streamed = client.request(
         "POST",
-        f"{emulator.data_url}/runtimes/{quote(arn, safe='')}/commands",
+        f"{emulator.data_url}/runtimes/{quote(runtime_arn(emulator, arn), safe='')}/commands",
         {"command": "echo hi; echo oops >&2; exit 3"},
         headers={SESSION_HEADER: session_id},
         stream=True,
@@ -1189,7 +1189,11 @@ def test_a_botocore_client_drives_both_planes() -> None:
         ]
         assert "".join(texts) == "Hi from the emulator."
         ran = data.invoke_agent_runtime_command(
-            agentRuntimeArn=harness["arn"], runtimeSessionId=session_id, body={"command": "echo ok"}
+            agentRuntimeArn=harness["environment"]["agentCoreRuntimeEnvironment"][
+                "agentRuntimeArn"
+            ],
+            runtimeSessionId=session_id,
+            body={"command": "echo ok"},
         )
         assert [e["chunk"] for e in ran["stream"]][1] == {"contentDelta": {"stdout": "ok\n"}}
         deleted = control.delete_harness(harnessId=harness["harnessId"])["harness"]
@@ -1201,6 +1205,12 @@ def test_a_botocore_client_drives_both_planes() -> None:
 
 
 # --- StopRuntimeSession ---------------------------------------------------------------------------
+
+
+def runtime_arn(emulator: AgentCoreEmulator, harness_arn: str) -> str:
+    """The ARN of the runtime behind a harness, read without a request."""
+    (harness,) = [h for h in emulator.harnesses() if h["arn"] == harness_arn]
+    return str(harness["environment"]["agentCoreRuntimeEnvironment"]["agentRuntimeArn"])
 
 
 def runtime_of(emulator: AgentCoreEmulator, harness_arn: str) -> str:
@@ -1306,7 +1316,9 @@ def test_stopping_a_session_never_invoked_or_twice_is_fine(emulator: AgentCoreEm
     arn = emulator.add_harness()
     session_id = new_session_id()
     for _ in range(2):
-        assert client.stop(arn, session_id).status_code == 200  # the harness ARN works too
+        assert client.stop(runtime_arn(emulator, arn), session_id).status_code == 200
+    refused = aws_error(client.stop(arn, session_id), 404, "ResourceNotFoundException")
+    assert "agentRuntimeArn" in refused["message"], "a harness ARN is not a runtime's"
     assert [s.streams_cut for s in emulator.stopped_sessions] == [0, 0]
 
 

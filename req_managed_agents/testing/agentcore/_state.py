@@ -3,7 +3,7 @@
 The control plane, InvokeHarness and the runtime routes keep no data of their own: they read
 and change the :class:`AgentCoreState` they were given, under ``condition``, the emulator's
 one lock (see :class:`~req_managed_agents.testing.server.Lifecycle`). Besides the data, the
-state finds harnesses by name and by ARN (their own, or their runtime's).
+state finds harnesses by name, by their ARN and by their runtime's ARN.
 """
 
 from __future__ import annotations
@@ -58,9 +58,17 @@ class AgentCoreState:
         raise _harness_not_found(arn)
 
     def harness_by_runtime(self, arn: str) -> _Harness:
-        """A harness, by its own ARN or the ARN of the runtime behind it."""
+        """A harness by the ARN of the runtime behind it. The runtime operations take only
+        that ARN (``agentRuntimeArn``); a harness's own ARN is refused, as by the service."""
         for harness in self.harnesses.values():
             runtime = harness.record["environment"]["agentCoreRuntimeEnvironment"]
-            if arn in (harness.record["arn"], runtime["agentRuntimeArn"]):
+            if arn == runtime["agentRuntimeArn"]:
                 return harness
+            if arn == harness.record["arn"]:
+                raise _AwsError(
+                    404,
+                    "ResourceNotFoundException",
+                    f"Runtime not found: {arn} is a harness; the runtime operations take the "
+                    "agentRuntimeArn of its environment (GetHarness)",
+                )
         raise _AwsError(404, "ResourceNotFoundException", f"Runtime not found: {arn}")
