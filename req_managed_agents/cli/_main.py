@@ -78,13 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rma {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from req_managed_agents.cli import _artifacts, _batch, _demo, _provisioning, _run
+    from req_managed_agents.cli import _artifacts, _batch, _demo, _harnesses, _provisioning, _run
 
     _demo.add_command(commands)
     _run.add_command(commands)
     _batch.add_command(commands)
     _provisioning.add_commands(commands)
     _artifacts.add_command(commands)
+    _harnesses.add_command(commands)
     return parser
 
 
@@ -220,12 +221,14 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents.cli._batch import run_command as run_batch_command
 
         return run_batch_command(args)
-    from req_managed_agents.cli import _artifacts, _provisioning
+    from req_managed_agents.cli import _artifacts, _harnesses, _provisioning
 
     if args.command in _provisioning.COMMANDS:
         return _provisioning.run_command(args)
     if args.command == "artifacts":
         return _artifacts.run_command(args)
+    if args.command == "harnesses":
+        return _harnesses.run_command(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 
