@@ -25,7 +25,7 @@ from req_managed_agents.model._stream import (
     ToolCallStarted,
     TurnEnded,
 )
-from req_managed_agents.model._vocabulary import Allow, SessionResult
+from req_managed_agents.model._vocabulary import Allow, HookEvent, SessionResult
 
 __all__ = ["Display", "result_json", "summary"]
 
@@ -168,6 +168,10 @@ class Display:
                 else f"denied{f': {decision.message}' if decision.message else ''}"
             )
             text = f"  ?? {item.tool_use.name} {answer}"
+        elif isinstance(item, HookEvent):
+            verdict = f" {item.decision}" if item.decision else ""
+            why = f": {item.reason}" if item.reason else ""
+            text = f"  !! hook {item.name} ({item.type}){verdict}{why}"
         if text is None:
             return
         if self._speaking:

@@ -170,6 +170,8 @@ class TurnLoop:
             },
             self.meta(run, turn=len(run.turn_usage), terminal=turn.terminal),
         )
+        for hook_event in turn.hook_events:
+            run.emit(hook_event)
         run.emit(TurnEnded(turn, len(run.turn_usage)))
 
     def _owes_terminal_call(self, run: Run, turn: TurnResult) -> bool:

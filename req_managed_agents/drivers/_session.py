@@ -195,8 +195,9 @@ class Session:
     ) -> Iterator[StreamItem]:
         """Run a prompt and yield what happens as it happens: :class:`TextDelta` (and
         :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted` and
-        :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`TurnEnded`, and
-        last the :class:`SessionResult`. Each item comes once, though the provider's events
+        :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`HookEvent` (a
+        harness hook that ran, before its turn's end), :class:`TurnEnded`, and last the
+        :class:`SessionResult`. Each item comes once, though the provider's events
         may come more than once.
 
         The run starts when iteration does. Breaking out of the loop (or closing the

@@ -21,6 +21,7 @@ from typing import Union
 from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.model._vocabulary import (
     Decision,
+    HookEvent,
     SessionResult,
     ToolResult,
     ToolUse,
@@ -102,10 +103,12 @@ StreamItem = Union[
     ToolCallStarted,
     ToolCallFinished,
     ConfirmationAnswered,
+    HookEvent,
     TurnEnded,
     SessionResult,
 ]
-"""One item of :meth:`Session.stream`; the last one is always the :class:`SessionResult`."""
+"""One item of :meth:`Session.stream`; the last one is always the :class:`SessionResult`.
+A turn's :class:`HookEvent` items come just before its :class:`TurnEnded`."""
 
 ItemSink = Callable[[StreamItem], None]
 FINISHED_MESSAGES_KEPT = 1000

@@ -154,13 +154,28 @@ class ToolResult(Shown):
 
 
 @dataclass(frozen=True)
+class HookEvent:
+    """A harness hook that ran during a turn (AgentCore ``hookEvent``): ``type`` is when
+    (``before_tool_call``, ``after_tool_call``, ``before_invocation``, ``after_invocation``),
+    ``decision`` what it decided (``allow``/``deny``, None when it does not decide) and
+    ``reason`` why. A denying hook may end the turn with stop reason ``hook_stopped``."""
+
+    id: str
+    name: str
+    type: str
+    decision: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class TurnResult(Shown):
     """One provider turn folded into the canonical vocabulary.
 
     ``tool_uses`` are the custom tools the agent wants run locally; ``server_tool_uses`` are
     tools the provider ran itself (observed only); ``confirmations`` are provider tools that
     wait for permission before they run. ``stop_reason`` and ``events`` are the provider's
-    own values, verbatim; ``outcome`` is the turn's last outcome evaluation, if any.
+    own values, verbatim; ``outcome`` is the turn's last outcome evaluation, if any;
+    ``hook_events`` are the harness hooks that ran in it (AgentCore), in stream order.
     """
 
     terminal: Terminal
@@ -172,6 +187,7 @@ class TurnResult(Shown):
     events: tuple[Mapping[str, Any], ...] = ()
     confirmations: tuple[ToolUse, ...] = ()
     outcome: Mapping[str, Any] | None = None
+    hook_events: tuple[HookEvent, ...] = ()
 
     def __repr__(self) -> str:
         return short_repr(self, ("terminal", "text", "tool_uses", "usage", "events"))

@@ -6,6 +6,10 @@ that member's JSON unwrapped; :func:`envelope` rebuilds ``{"contentBlockDelta": 
 raw events read the same as in the Converse API. Frames whose ``:message-type`` is
 ``exception`` or ``error`` are failures, checked before the event type.
 
+Only ``text`` deltas are the agent's text: ``reasoningContent``, ``toolResult`` and
+``toolResultMetadata`` deltas are kept in the events, never shown as what the agent said.
+``hookEvent`` frames become the turn's :class:`~req_managed_agents.HookEvent` list.
+
 Tool blocks are keyed by ``toolUseId``, and input deltas go to the block currently open at
 their ``contentBlockIndex``: the live service has reused one index for two tools, which an
 index-keyed fold turns into one merged tool and a rejected resume ("duplicate Ids").
@@ -21,6 +25,7 @@ from req_managed_agents.errors import ProviderStreamError
 from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.model._vocabulary import (
     Document,
+    HookEvent,
     Terminal,
     ToolResult,
     ToolUse,
@@ -111,6 +116,7 @@ class ConverseFold:
         self._names: dict[str, str] = {}
         self._kinds: dict[str, str] = {}
         self._active: dict[int, str] = {}
+        self.hook_events: list[HookEvent] = []
 
     def add(self, event: Mapping[str, Any]) -> None:
         for name, body in event.items():
@@ -147,6 +153,8 @@ class ConverseFold:
             self.stop_reason = str(reason) if reason is not None else None
         elif name == "metadata":
             self.usage = _usage(body.get("usage"))
+        elif name == "hookEvent":
+            self.hook_events.append(_hook_event(body))
 
     def tool_uses(self) -> tuple[list[ToolUse], list[ToolUse]]:
         """``(custom, server)`` tool uses, in first-seen order."""
@@ -168,7 +176,22 @@ class ConverseFold:
             usage=self.usage,
             stop_reason=self.stop_reason,
             events=tuple(events),
+            hook_events=tuple(self.hook_events),
         )
+
+
+def _hook_event(body: Mapping[str, Any]) -> HookEvent:
+    def text(key: str) -> str | None:
+        value = body.get(key)
+        return value if isinstance(value, str) else None
+
+    return HookEvent(
+        text("hookEventId") or "",
+        text("name") or "",
+        text("type") or "",
+        text("decision"),
+        text("reason"),
+    )
 
 
 def _index(body: Mapping[str, Any]) -> int:

@@ -11,6 +11,7 @@ message must follow the assistant's echoed ``toolUse`` blocks, see
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
 _TEXT_PIECES = 3  # deltas a text or a tool input is split into (fewer when it is shorter)
+_HOOK_TYPES = ("before_tool_call", "after_tool_call", "before_invocation", "after_invocation")
 _MODEL_REJECTED = "Received a model error: ValidationException: "
 
 
@@ -37,6 +39,13 @@ class ConverseTurn:
     ``reuse_block_index`` gives every tool block the same ``contentBlockIndex``, as the live
     service once did. ``delay`` is the pause, in seconds, before each frame: a slow turn
     keeps its connection busy rather than silent.
+
+    What else the live stream carries: ``reasoning`` streams as ``reasoningContent`` deltas
+    in a block of its own before the text; ``hook_events`` (mappings with ``name``, ``type``
+    and optionally ``decision`` and ``reason``) go out as ``hookEvent`` frames at the start of
+    the turn, each given a ``hookEventId`` (a denying hook usually comes with
+    ``stop_reason="hook_stopped"``); ``cache_tokens`` is ``(read, write)`` cache usage,
+    reported in ``metadata`` when not zero.
     """
 
     text: str | Callable[[list[str]], str] = ""
@@ -45,10 +54,24 @@ class ConverseTurn:
     stop_reason: str | None = None
     reuse_block_index: bool = False
     delay: float = 0.0
+    reasoning: str = ""
+    hook_events: Sequence[Mapping[str, str]] = ()
+    cache_tokens: tuple[int, int] = (0, 0)
 
     def __post_init__(self) -> None:
         if self.delay < 0:
             raise ValueError("delay must not be negative")
+        hooks = tuple(dict(hook) for hook in self.hook_events)
+        for hook in hooks:
+            if not hook.get("name") or hook.get("type") not in _HOOK_TYPES:
+                raise ValueError(f"a hook event needs a name and a type of {_HOOK_TYPES}: {hook}")
+            if hook.get("decision") not in (None, "allow", "deny"):
+                raise ValueError(
+                    f"a hook's decision is 'allow' or 'deny', not {hook['decision']!r}"
+                )
+            if set(hook) - {"name", "type", "decision", "reason"}:
+                raise ValueError(f"a hook event has name, type, decision and reason: {hook}")
+        object.__setattr__(self, "hook_events", hooks)
         calls = tuple(self.tool_calls)
         for tool_call in calls:
             json.dumps(dict(tool_call.input))  # a non-JSON input fails here, not mid-stream
@@ -81,12 +104,24 @@ def _turn_events(
     """The (event type, payload) pairs of one turn, in stream order: the text, every tool
     call, then the results of those the harness ran itself."""
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
-    first_tool_block = 0
+    for hook in turn.hook_events:
+        events.append(("hookEvent", {"hookEventId": f"hook-{secrets.token_hex(8)}", **hook}))
+    block = 0
+    if turn.reasoning:
+        for piece in text_pieces(turn.reasoning, _TEXT_PIECES):
+            delta = {"reasoningContent": {"text": piece}}
+            events.append(("contentBlockDelta", {"contentBlockIndex": block, "delta": delta}))
+        signed = {"reasoningContent": {"signature": "emulated-signature"}}
+        events.append(("contentBlockDelta", {"contentBlockIndex": block, "delta": signed}))
+        events.append(("contentBlockStop", {"contentBlockIndex": block}))
+        block += 1
     if text:
         for piece in text_pieces(text, _TEXT_PIECES):
-            events.append(("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}))
-        events.append(("contentBlockStop", {"contentBlockIndex": 0}))
-        first_tool_block = 1
+            text_delta = {"text": piece}
+            events.append(("contentBlockDelta", {"contentBlockIndex": block, "delta": text_delta}))
+        events.append(("contentBlockStop", {"contentBlockIndex": block}))
+        block += 1
+    first_tool_block = block
     for number, use in enumerate(uses):
         index = first_tool_block + (0 if turn.reuse_block_index else number)
         tool: dict[str, Any] = {"toolUseId": use.id, "name": use.name}
@@ -105,9 +140,13 @@ def _turn_events(
         start = {"toolResult": {"toolUseId": use.id, "status": "success"}}
         result = [{"text": use.result or "(no output)"}]
         events.append(("contentBlockStart", {"contentBlockIndex": index, "start": start}))
-        events.append(
-            ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolResult": result}})
-        )
+        result_deltas: list[dict[str, Any]] = [
+            {"toolResult": result},
+            {"toolResultMetadata": {"metadata": "{}"}},
+        ]
+        for result_delta in result_deltas:
+            payload = {"contentBlockIndex": index, "delta": result_delta}
+            events.append(("contentBlockDelta", payload))
         events.append(("contentBlockStop", {"contentBlockIndex": index}))
         index += 1
     handed_back = any(use.handed_back for use in uses)
@@ -119,6 +158,11 @@ def _turn_events(
         "outputTokens": output_tokens,
         "totalTokens": input_tokens + output_tokens,
     }
+    cache_read, cache_write = turn.cache_tokens
+    if cache_read:
+        usage["cacheReadInputTokens"] = cache_read
+    if cache_write:
+        usage["cacheWriteInputTokens"] = cache_write
     events.append(("metadata", {"usage": usage, "metrics": {"latencyMs": 0}}))
     return events
 
