@@ -16,6 +16,11 @@ semantic-convention attributes: ``gen_ai.operation.name``, ``gen_ai.provider.nam
 Anthropic), ``gen_ai.response.finish_reasons``, ``gen_ai.tool.name``/``call.id``/``type`` and
 ``error.type``. No prompt, tool input or tool output is recorded. The bridge listens to
 :mod:`req_managed_agents.telemetry`, so it costs nothing until a run emits events.
+
+While instrumented, AgentCore invocations and runtime commands carry the W3C trace headers
+(``traceparent``, and ``tracestate``/``baggage`` when set) of their run's ``invoke_agent``
+span, or of the current span outside a run, through the global propagator; so the service's
+own spans join the run's trace.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from req_managed_agents import __version__, telemetry
 from req_managed_agents.errors import MissingDependencyError
+from req_managed_agents.transport._tracing import set_source
 
 __all__ = ["instrument"]
 
@@ -41,19 +47,45 @@ def instrument(tracer_provider: Any = None) -> telemetry.Detach:
             "OpenTelemetry spans need opentelemetry-api: pip install 'req-managed-agents[otel]'",
             extra="otel",
         ) from exc
+    from opentelemetry import propagate
+
     tracer = trace.get_tracer("req_managed_agents", __version__, tracer_provider=tracer_provider)
-    return telemetry.attach(_Bridge(tracer, trace))
+    bridge = _Bridge(tracer, trace, propagate)
+    set_source(bridge.trace_headers)
+    return _Instrumented(telemetry.attach(bridge), bridge)
+
+
+class _Instrumented(telemetry.Detach):
+    """Detaching also stops the trace headers (unless a later ``instrument`` took over)."""
+
+    def __init__(self, detach: telemetry.Detach, bridge: _Bridge) -> None:
+        super().__init__(detach._entry)
+        self._bridge = bridge
+
+    def __call__(self) -> None:
+        super().__call__()
+        set_source(None, only=self._bridge.trace_headers)
 
 
 class _Bridge:
     """Turns start/stop telemetry pairs into spans; spans in flight are keyed by id."""
 
-    def __init__(self, tracer: Any, trace: Any) -> None:
+    def __init__(self, tracer: Any, trace: Any, propagate: Any) -> None:
         self._tracer = tracer
         self._trace = trace
+        self._propagate = propagate
         self._lock = threading.Lock()
         self._sessions: dict[str, Any] = {}
         self._tools: dict[str, Any] = {}
+
+    def trace_headers(self, metadata: Mapping[str, Any]) -> dict[str, str]:
+        """The W3C headers of the run's span (the current context's outside a run)."""
+        with self._lock:
+            span = self._sessions.get(str(metadata.get("session_id")))
+        context = None if span is None else self._trace.set_span_in_context(span)
+        carrier: dict[str, str] = {}
+        self._propagate.inject(carrier, context=context)
+        return carrier
 
     def __call__(self, name: str, measurements: dict[str, Any], metadata: dict[str, Any]) -> None:
         event = name[len(telemetry.PREFIX) + 1 :]

@@ -156,3 +156,49 @@ def test_a_run_inside_a_span_belongs_to_that_trace(exporter: InMemorySpanExporte
     assert agent.context.trace_id == caller.get_span_context().trace_id
     tool = spans["execute_tool lookup"]
     assert tool.context.trace_id == caller.get_span_context().trace_id
+
+
+# --- trace context to AgentCore -------------------------------------------------------------
+
+
+def test_agentcore_invocations_carry_the_runs_traceparent(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The service's spans join the run's trace: each InvokeHarness carries the W3C
+    ``traceparent`` of the run's ``invoke_agent`` span."""
+    pytest.importorskip("botocore")
+    from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn
+    from req_managed_agents.testing import call as converse_call
+
+    script = [
+        ConverseTurn(tool_calls=[converse_call("lookup", query="x")]),
+        ConverseTurn(text="done"),
+    ]
+    tools = Tools()
+
+    @tools.tool
+    def lookup(query: str) -> str:
+        """Look something up."""
+        return query
+
+    with AgentCoreEmulator() as emulator, emulator.provider(timeout=5) as provider:
+        arn = emulator.add_harness(script, name="traced")
+        result = run_to_completion(provider, "hi", handler=tools, harness_arn=arn)
+        invocations = [r for r in emulator.requests if r.path == "/harnesses/invoke"]
+    assert result.text == "done"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent"]
+    context = span.get_span_context()
+    flags = int(context.trace_flags)
+    expected = f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"
+    assert [r.headers.get("traceparent") for r in invocations] == [expected, expected]
+
+
+def test_without_instrumentation_no_trace_headers_are_sent() -> None:
+    pytest.importorskip("botocore")
+    from req_managed_agents.testing import AgentCoreEmulator
+
+    with AgentCoreEmulator() as emulator, emulator.provider(timeout=5) as provider:
+        arn = emulator.add_harness(name="untraced")
+        run_to_completion(provider, "hi", handler=Tools(), harness_arn=arn)
+        (invocation,) = [r for r in emulator.requests if r.path == "/harnesses/invoke"]
+    assert "traceparent" not in invocation.headers

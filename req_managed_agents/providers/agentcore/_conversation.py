@@ -100,8 +100,10 @@ class AgentCoreConversation:
         telemetry_metadata: Mapping[str, Any],
         reattached: bool = False,
         on_text: TextSink | None = None,
+        runtime_user_id: str | None = None,
     ) -> None:
         self._reattached = reattached
+        self._runtime_user_id = runtime_user_id
         self._on_text = on_text
         self._turns = 0
         # The text blocks any attempt of the current turn has shown.
@@ -229,6 +231,7 @@ class AgentCoreConversation:
                     cancelled=self._aborted,
                     on_response=self._track,
                     telemetry_metadata=self._telemetry,
+                    runtime_user_id=self._runtime_user_id,
                 )
                 if fold.stop_reason is None:
                     raise TruncatedStreamError("the harness stream ended without messageStop")

@@ -28,6 +28,7 @@ class AgentCoreOptions(TypedDict, total=False):
     harness_tools: bool  # False: send only the local tools, not the harness's deployed ones
     allowed_tools: Sequence[str]
     actor_id: str
+    runtime_user_id: str
     qualifier: str
     invoke_retries: int
 

@@ -58,7 +58,8 @@ class BedrockAgentCore:
     ``model`` (an id or a model config), ``tools`` (a ``Tools`` registry or declarations, sent
     as ``inline_function`` tools, with the harness's deployed tools unless
     ``harness_tools=False``), ``allowed_tools``, ``actor_id``, ``qualifier`` (the harness
-    endpoint invoked; a ``harness=`` handle's ``endpoint_name`` by default), ``idle_timeout``,
+    endpoint invoked; a ``harness=`` handle's ``endpoint_name`` by default),
+    ``runtime_user_id`` (sent as the runtime user header), ``idle_timeout``,
     ``invoke_retries`` (default 2).
     """
 
@@ -154,6 +155,11 @@ class BedrockAgentCore:
         )
         if qualifier is not None:
             check_endpoint_name(qualifier)
+        runtime_user_id = options.get("runtime_user_id")
+        if runtime_user_id is not None and (
+            not isinstance(runtime_user_id, str) or not runtime_user_id.strip()
+        ):
+            raise ConfigurationError("runtime_user_id must be a non-empty string")
         harness_tools = options.get("harness_tools", True)
         if not isinstance(harness_tools, bool):
             raise ConfigurationError(f"harness_tools must be True or False, got {harness_tools!r}")
@@ -176,6 +182,7 @@ class BedrockAgentCore:
             telemetry_metadata=telemetry_metadata,
             reattached=bool(reattached),
             on_text=on_text,
+            runtime_user_id=runtime_user_id,
         )
 
 

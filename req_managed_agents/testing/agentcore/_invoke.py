@@ -151,6 +151,10 @@ class Invoker:
         arn = query_value(request, "harnessArn")
         _check_shape(shape.members["harnessArn"], arn, "harnessArn", errors)
         session_id = self._session_id(request, shape.members["runtimeSessionId"], errors)
+        for member in ("runtimeUserId", "traceParent", "traceState", "baggage"):
+            header = shape.members[member].serialization["name"].lower()
+            if header in request.headers:
+                _check_shape(shape.members[member], request.headers[header], member, errors)
         body = _json_object(request)
         _check_structure(shape, body, "", errors, body_only=True)
         if body.get("messages") == []:

@@ -713,3 +713,21 @@ def test_explicit_tools_win_over_the_handlers(
 ) -> None:
     run(provider, emulator, CountingTools(), [ConverseTurn(text="no tools needed")], tools=[])
     assert emulator.invocations[0].body.get("tools") == []
+
+
+def test_runtime_user_id_is_sent_on_every_invocation_and_checked(
+    provider: BedrockAgentCore, emulator: AgentCoreEmulator
+) -> None:
+    arn = emulator.add_harness(TWO_TOOL_TURNS, name="per_user")
+    run_to_completion(
+        provider, "Add", handler=CountingTools(), harness_arn=arn, runtime_user_id="user-42"
+    )
+    invocations = [r for r in emulator.requests if r.path == INVOKE_PATH]
+    assert len(invocations) == 3
+    assert {r.headers["x-amzn-bedrock-agentcore-runtime-user-id"] for r in invocations} == {
+        "user-42"
+    }
+    with pytest.raises(ConfigurationError, match="runtime_user_id"):
+        run_to_completion(
+            provider, "Add", handler=CountingTools(), harness_arn=arn, runtime_user_id="  "
+        )

@@ -30,10 +30,14 @@ from req_managed_agents.providers.agentcore.api._core import (
     segment,
 )
 from req_managed_agents.transport._http import read_chunks
+from req_managed_agents.transport._tracing import trace_headers
 
 __all__ = ["SESSION_HEADER", "CommandResult", "RuntimeAPI"]
 
 SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
+USER_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-User-Id"
+# The W3C trace headers InvokeHarness and InvokeAgentRuntimeCommand take, and their longest.
+_TRACE_HEADER_LIMITS = {"traceparent": 1024, "tracestate": 512, "baggage": 8192}
 # The invocation stream is retried by the conversation, which knows whether a turn committed.
 _NO_RETRIES = REQUESTS.but(max_retries=0)
 _OUTPUT_STREAMS: tuple[Literal["stdout", "stderr"], ...] = ("stdout", "stderr")
@@ -89,19 +93,26 @@ class RuntimeAPI(ClientCore):
         cancelled: threading.Event | None,
         on_response: ResponseCallback | None,
         telemetry_metadata: Mapping[str, Any],
+        runtime_user_id: str | None,
     ) -> tuple[requests.Response, float]:
         idle = idle_timeout if idle_timeout is not None else self.idle_timeout
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/vnd.amazon.eventstream",
+            SESSION_HEADER: runtime_session_id,
+        }
+        if runtime_user_id:
+            headers[USER_HEADER] = runtime_user_id
+        for name, value in trace_headers({"session_id": runtime_session_id}).items():
+            if len(value) <= _TRACE_HEADER_LIMITS.get(name.lower(), -1):
+                headers[name.lower()] = value
         response = self._data.request(
             "POST",
             path,
             idempotent=False,
             params=params,
             data=json_bytes(body),
-            headers={
-                "content-type": "application/json",
-                "accept": "application/vnd.amazon.eventstream",
-                SESSION_HEADER: runtime_session_id,
-            },
+            headers=headers,
             stream=True,
             read_timeout=idle,
             cancelled=cancelled,
@@ -124,12 +135,14 @@ class RuntimeAPI(ClientCore):
         cancelled: threading.Event | None = None,
         on_response: ResponseCallback | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        runtime_user_id: str | None = None,
     ) -> list[Envelope]:
         """One ``InvokeHarness`` call: stream its Converse events to ``on_event`` as they
         arrive and return them all. Exception and error frames raise
         :class:`ProviderStreamError`; silence longer than ``idle_timeout`` raises
         :class:`IdleTimeoutError`. ``on_response`` receives the open response, so another
-        thread can close it."""
+        thread can close it. ``runtime_user_id`` is sent as the runtime user header; with
+        ``otel.instrument()`` active, the W3C trace headers of the session's span go too."""
         params = {"harnessArn": harness_arn, **({"qualifier": qualifier} if qualifier else {})}
         meta = {
             **(telemetry_metadata or {}),
@@ -145,6 +158,7 @@ class RuntimeAPI(ClientCore):
             cancelled=cancelled,
             on_response=on_response,
             telemetry_metadata=meta,
+            runtime_user_id=runtime_user_id,
         )
         events: list[Envelope] = []
         with closing(_frames(response, idle, meta)) as frames:
@@ -166,9 +180,12 @@ class RuntimeAPI(ClientCore):
         idle_timeout: float | None = None,
         qualifier: str | None = None,
         cancelled: threading.Event | None = None,
+        runtime_user_id: str | None = None,
     ) -> CommandResult:
         """Run a shell command in the runtime session (no model, no tokens). stdout and
-        stderr pieces reach ``on_output(stream, text)`` in order as they arrive."""
+        stderr pieces reach ``on_output(stream, text)`` in order as they arrive.
+        ``runtime_arn`` is the agent runtime's ARN (``AgentCoreClient.runtime_arn(harness)``
+        finds a harness's), not the harness's."""
         if not command:
             raise ValueError("a command must not be empty")
         body: dict[str, Any] = {"command": command}
@@ -186,6 +203,7 @@ class RuntimeAPI(ClientCore):
             cancelled=cancelled,
             on_response=None,
             telemetry_metadata=meta,
+            runtime_user_id=runtime_user_id,
         )
         output: dict[str, list[str]] = {"stdout": [], "stderr": []}
         exit_code: int | None = None
