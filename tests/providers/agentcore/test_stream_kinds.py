@@ -128,7 +128,17 @@ def test_tool_results_of_tools_the_harness_ran_are_not_text(emulator: AgentCoreE
     assert any("toolResultMetadata" in delta for delta in deltas)
 
 
+def botocore_knows_hook_events() -> bool:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("bedrock-agentcore")
+    stream = model.operation_model("InvokeHarness").output_shape.members["stream"]
+    return "hookEvent" in stream.members
+
+
 def test_botocore_parses_hook_reasoning_and_cache_frames(emulator: AgentCoreEmulator) -> None:
+    if not botocore_knows_hook_events():  # the [aws] floor predates them; our decoder does not
+        pytest.skip("this botocore's model has no hookEvent (botocore 1.43.100 added it)")
     from tests.testing.test_agentcore_emulator import (
         SESSION_HEADER,
         Client,
