@@ -12,12 +12,6 @@ import requests
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
-from req_managed_agents.providers.agentcore._aws import (
-    AwsSigner,
-    load_botocore,
-    resolve_credentials,
-    resolve_region,
-)
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore._conversation import (
     PROVIDER_NAME,
@@ -26,9 +20,18 @@ from req_managed_agents.providers.agentcore._conversation import (
 from req_managed_agents.providers.agentcore._options import OPTIONS
 from req_managed_agents.providers.agentcore._tools import as_tools, merged_tools
 from req_managed_agents.providers.agentcore.api._endpoints import check_endpoint_name
+from req_managed_agents.transport._aws import (
+    AwsSigner,
+    load_botocore,
+    resolve_credentials,
+    resolve_region,
+)
 from req_managed_agents.transport._config import setting, text_setting
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "BedrockAgentCore", "new_runtime_session_id"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "SIGNING_NAME", "BedrockAgentCore", "new_runtime_session_id"]
+
+# Both AgentCore planes are signed for this service.
+SIGNING_NAME = "bedrock-agentcore"
 
 DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_INVOKE_RETRIES = 2
@@ -96,7 +99,7 @@ class BedrockAgentCore:
             f"https://bedrock-agentcore-control.{resolved_region}.amazonaws.com",
         )
         self.client = AgentCoreClient(
-            AwsSigner(aws_credentials, resolved_region, botocore),
+            AwsSigner(aws_credentials, resolved_region, botocore, SIGNING_NAME),
             data_url=str(data_url),
             control_url=str(control_url),
             timeout=timeout,

@@ -66,7 +66,7 @@ class AgentCoreEmulator(LoopbackEmulator):
     ) -> None:
         # Loaded here, not at import: the testing package must not need botocore. It
         # verifies signatures with botocore, so it needs the same extra as the provider.
-        from req_managed_agents.providers.agentcore._aws import load_botocore
+        from req_managed_agents.transport._aws import load_botocore
 
         Credentials = load_botocore()["credentials"].Credentials
 

@@ -61,7 +61,7 @@ except rma.MissingDependencyError as error:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == (
-        "aws | Bedrock AgentCore needs botocore: pip install 'req-managed-agents[aws]'"
+        "aws | AWS providers need botocore: pip install 'req-managed-agents[aws]'"
     )
 
 

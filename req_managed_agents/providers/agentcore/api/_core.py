@@ -18,7 +18,7 @@ from urllib.parse import quote
 import requests
 
 from req_managed_agents.errors import APIError, RateLimitError
-from req_managed_agents.providers.agentcore._aws import AwsSigner
+from req_managed_agents.transport._aws import AwsSigner
 from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
 from req_managed_agents.transport._http import HttpClient, api_error
 from req_managed_agents.transport._json import dumps_utf8, excerpt, loads

@@ -1,4 +1,5 @@
-"""AWS credentials, region and SigV4 signing, all delegated to botocore.
+"""AWS credentials, region and SigV4 signing, all delegated to botocore, for the providers
+that run on AWS (each names the service it signs for).
 
 botocore is an optional dependency (the ``[aws]`` extra) loaded here on first use, never at
 package import. Credentials come from botocore's standard chain (environment, shared config
@@ -22,9 +23,8 @@ from req_managed_agents.errors import ConfigurationError, MissingDependencyError
 from req_managed_agents.transport._config import credential, text_setting
 from req_managed_agents.transport._redact import Secret, get_logger, register_secret
 
-__all__ = ["SIGNING_NAME", "AwsSigner", "load_botocore", "resolve_credentials", "resolve_region"]
+__all__ = ["AwsSigner", "load_botocore", "resolve_credentials", "resolve_region"]
 
-SIGNING_NAME = "bedrock-agentcore"
 _INSTALL_HINT = "pip install 'req-managed-agents[aws]'"
 
 
@@ -37,7 +37,7 @@ def load_botocore() -> dict[str, ModuleType]:
         }
     except ImportError as exc:
         raise MissingDependencyError(
-            f"Bedrock AgentCore needs botocore: {_INSTALL_HINT}", extra="aws"
+            f"AWS providers need botocore: {_INSTALL_HINT}", extra="aws"
         ) from exc
     # botocore logs canonical requests (with the session token) at DEBUG: mask them.
     get_logger("botocore.auth")
@@ -56,10 +56,17 @@ def resolve_region(explicit: str | None, session: Any) -> str:
 
 
 class AwsSigner:
-    """Signs prepared ``requests`` with SigV4 for service ``bedrock-agentcore``."""
+    """Signs prepared ``requests`` with SigV4 for ``service`` in ``region``."""
 
-    def __init__(self, credentials: Any, region: str, botocore: Mapping[str, ModuleType]) -> None:
+    def __init__(
+        self,
+        credentials: Any,
+        region: str,
+        botocore: Mapping[str, ModuleType],
+        service: str,
+    ) -> None:
         self.region = region
+        self.service = service
         self._credentials = credentials
         self._auth = botocore["auth"]
         self._request_class = botocore["awsrequest"].AWSRequest
@@ -69,7 +76,7 @@ class AwsSigner:
                 register_secret(value)
 
     def __repr__(self) -> str:
-        return f"AwsSigner(region={self.region!r}, credentials=***)"
+        return f"AwsSigner(service={self.service!r}, region={self.region!r}, credentials=***)"
 
     @property
     def access_key_id(self) -> str:
@@ -92,7 +99,7 @@ class AwsSigner:
             data=request.body or b"",
             headers={name: request.headers[name] for name in signed_names},
         )
-        self._auth.SigV4Auth(frozen, SIGNING_NAME, self.region).add_auth(to_sign)
+        self._auth.SigV4Auth(frozen, self.service, self.region).add_auth(to_sign)
         for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
             value = to_sign.headers.get(name)
             if value is not None:
