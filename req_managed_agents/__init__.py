@@ -98,7 +98,12 @@ if TYPE_CHECKING:
     from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
     from req_managed_agents.drivers._options import ConfirmPolicy, SessionOptions, TurnGuard
     from req_managed_agents.drivers._session import Session
-    from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, CommandResult
+    from req_managed_agents.providers import (
+        BedrockAgentCore,
+        ClaudeManagedAgents,
+        ClaudeManagedAgentsBedrock,
+        CommandResult,
+    )
     from req_managed_agents.provisioner import (
         AgentSpec,
         EnvironmentSpec,
@@ -121,6 +126,7 @@ _LAZY: dict[str, str] = {
     "teardown": "req_managed_agents.provisioner",
     "BedrockAgentCore": "req_managed_agents.providers",
     "ClaudeManagedAgents": "req_managed_agents.providers",
+    "ClaudeManagedAgentsBedrock": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
     "BatchItem": "req_managed_agents.drivers._batch",
     "BatchOutcome": "req_managed_agents.drivers._batch",
@@ -149,6 +155,7 @@ __all__ = [
     "BatchOutcome",
     "BedrockAgentCore",
     "ClaudeManagedAgents",
+    "ClaudeManagedAgentsBedrock",
     "CommandFailedError",
     "CommandResult",
     "ConfigurationError",

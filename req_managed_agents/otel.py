@@ -35,7 +35,11 @@ from req_managed_agents.transport._tracing import set_source
 
 __all__ = ["instrument"]
 
-_PROVIDER_NAMES = {"claude": "anthropic", "agentcore": "aws.bedrock"}
+_PROVIDER_NAMES = {
+    "claude": "anthropic",
+    "claude-bedrock": "aws.bedrock",
+    "agentcore": "aws.bedrock",
+}
 
 
 def instrument(tracer_provider: Any = None) -> telemetry.Detach:

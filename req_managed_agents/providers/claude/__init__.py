@@ -1,5 +1,7 @@
-"""Claude Managed Agents: the provider, its control-plane client and its event helpers."""
+"""Claude Managed Agents: the provider (on Anthropic's API and on Amazon Bedrock), its
+control-plane client and its event helpers."""
 
+from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedrock
 from req_managed_agents.providers.claude._client import (
     ANTHROPIC_VERSION,
     FILES_BETA,
@@ -14,4 +16,5 @@ __all__ = [
     "MANAGED_AGENTS_BETA",
     "ClaudeClient",
     "ClaudeManagedAgents",
+    "ClaudeManagedAgentsBedrock",
 ]

@@ -87,8 +87,9 @@ class ClaudeConversation:
         telemetry_metadata: Mapping[str, Any],
         on_text: TextSink | None = None,
         cancelled: threading.Event | None = None,
+        provider_name: str = PROVIDER_NAME,
     ) -> None:
-        self.info = SessionInfo(session_id, PROVIDER_NAME, dict(metadata))
+        self.info = SessionInfo(session_id, provider_name, dict(metadata))
         self._client = client
         self._on_event = on_event
         self._on_text = on_text

@@ -61,6 +61,9 @@ class ClaudeManagedAgents:
     name = PROVIDER_NAME
     options = OPTIONS  # the connect options a session may pass
     supports_outcomes = True
+    # Connect options that shape a new session -> create_session's keyword for each.
+    session_options: Mapping[str, str] = SESSION_OPTIONS
+    label = "Claude Managed Agents"  # how errors name this provider
 
     def __init__(
         self,
@@ -120,7 +123,7 @@ class ClaudeManagedAgents:
         resume: str | None = None,
     ) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``) and attach its event stream."""
-        check_options(options, OPTIONS, "Claude Managed Agents")
+        check_options(options, self.options, self.label)
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
@@ -131,7 +134,7 @@ class ClaudeManagedAgents:
             agent, environment_id = _references(options)
             extra = {
                 name: options[option]
-                for option, name in SESSION_OPTIONS.items()
+                for option, name in self.session_options.items()
                 if options.get(option) is not None
             }
             try:
@@ -156,6 +159,7 @@ class ClaudeManagedAgents:
             telemetry_metadata=telemetry_metadata,
             on_text=on_text,
             cancelled=cancelled,
+            provider_name=self.name,
         )
 
 

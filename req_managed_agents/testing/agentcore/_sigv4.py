@@ -1,7 +1,8 @@
 """SigV4 verification for the AgentCore emulator: every request's signature, recomputed.
 
 A request must be signed with the emulator's access key (and carry its session token, when
-it has one) for service ``bedrock-agentcore`` in the emulator's region, within 15 minutes of
+it has one) for its service (``bedrock-agentcore``; the Claude emulator's Bedrock flavor
+checks ``bedrock``) in the emulator's region, within 15 minutes of
 the server's clock; the emulator rebuilds the canonical request from the bytes it received
 and recomputes the signature with botocore, so a client's signing is under test. Failures
 are answered as AWS answers them: a 403 ``MissingAuthenticationTokenException``,
@@ -33,12 +34,14 @@ def _signature_error(name: str, message: str) -> _AwsError:
 class _SigV4Verifier:
     """Checks the SigV4 signatures of requests to one emulator.
 
-    ``credentials`` are the emulator's botocore ``Credentials``; ``region`` is its region.
+    ``credentials`` are the emulator's botocore ``Credentials``; ``region`` is its region;
+    ``service`` the signing name requests must be scoped to.
     """
 
-    def __init__(self, credentials: Any, region: str) -> None:
+    def __init__(self, credentials: Any, region: str, service: str = _SIGNING_NAME) -> None:
         self._credentials = credentials
         self._region = region
+        self._service = service
 
     def verify(self, request: RecordedRequest) -> None:
         """Recompute the request's SigV4 signature with botocore and compare; raises an
@@ -89,8 +92,8 @@ class _SigV4Verifier:
             return f"Credential date {day} does not match x-amz-date {amz_date}"
         if region != self._region:
             return f"Credential should be scoped to a valid region, not '{region}'"
-        if service != _SIGNING_NAME:
-            return f"Credential should be scoped to correct service: '{_SIGNING_NAME}'"
+        if service != self._service:
+            return f"Credential should be scoped to correct service: '{self._service}'"
         if terminator != "aws4_request":
             return "Credential should be scoped with a valid terminator: 'aws4_request'"
         signed = fields["SignedHeaders"].split(";")
@@ -114,6 +117,6 @@ class _SigV4Verifier:
             url += f"?{request.raw_query}"
         rebuilt = AWSRequest(method=request.method, url=url, data=request.raw_body, headers=signed)
         rebuilt.context["timestamp"] = amz_date
-        signer = SigV4Auth(self._credentials, _SIGNING_NAME, self._region)
+        signer = SigV4Auth(self._credentials, self._service, self._region)
         canonical = signer.canonical_request(rebuilt)
         return str(signer.signature(signer.string_to_sign(rebuilt, canonical), rebuilt))

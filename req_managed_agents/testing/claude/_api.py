@@ -2,7 +2,8 @@
 the API's error object (for the route's errors and injected ones alike).
 
 Clients must send what the real API requires: ``x-api-key: <key>`` (or ``authorization:
-Bearer <key>``), an ``anthropic-version`` header and ``anthropic-beta:
+Bearer <key>``; on the Bedrock flavor a SigV4 signature for ``bedrock`` or the key as a
+Bedrock API key bearer), an ``anthropic-version`` header and ``anthropic-beta:
 managed-agents-2026-04-01``, except on the Files API, which is generally available, and on
 memory stores, which take their own beta ``agent-memory-2026-07-22`` too. A route returns the
 JSON it answers with (200), or answers the exchange itself (downloads, streams).
@@ -10,8 +11,10 @@ JSON it answers with (200), or answers the exchange itself (downloads, streams).
 
 from __future__ import annotations
 
+import hmac
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.agentcore._wire import _AwsError
 from req_managed_agents.testing.claude._wire import (
     _ERROR_TYPES,
     BETA,
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable
 
+    from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
     from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
 
 
@@ -36,8 +40,11 @@ class ClaudeAPI:
     """The :class:`~req_managed_agents.testing.server.Service` of the Claude emulator: the
     ``routes`` of its resources, behind the ``api_key``."""
 
-    def __init__(self, api_key: str, routes: Sequence[Route]) -> None:
+    def __init__(
+        self, api_key: str, routes: Sequence[Route], *, sigv4: _SigV4Verifier | None = None
+    ) -> None:
         self._api_key = api_key
+        self._sigv4 = sigv4  # Claude on Bedrock: SigV4 for "bedrock", or the key as a bearer
         self._router = Router(routes)
 
     def handle(self, exchange: Exchange) -> None:
@@ -78,10 +85,20 @@ class ClaudeAPI:
     def _check_headers(self, request: RecordedRequest) -> None:
         key = request.headers.get("x-api-key")
         authorization = request.headers.get("authorization", "")
-        if key is None and authorization.startswith("Bearer "):
-            key = authorization[len("Bearer ") :]
-        if key != self._api_key:
-            raise _APIError(401, "invalid x-api-key")
+        if self._sigv4 is not None:
+            if authorization.startswith("Bearer "):
+                if not hmac.compare_digest(authorization[7:].encode(), self._api_key.encode()):
+                    raise _APIError(401, "invalid Bedrock API key")
+            else:
+                try:
+                    self._sigv4.verify(request)
+                except _AwsError as error:
+                    raise _APIError(403, f"{error.name}: {error.message}") from None
+        else:
+            if key is None and authorization.startswith("Bearer "):
+                key = authorization[len("Bearer ") :]
+            if key != self._api_key:
+                raise _APIError(401, "invalid x-api-key")
         if "anthropic-version" not in request.headers:
             raise _invalid("anthropic-version: header is required")
         betas = _betas(request)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+import string
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import as_script
@@ -47,6 +48,13 @@ class ClaudeEmulator(LoopbackEmulator):
     agent or environment of the same name a 409. ``sse_ids`` adds ``id:`` lines to frames.
     ``downloadable_uploads`` marks uploaded files downloadable, which the real API never
     does, for tests that want their uploads back.
+
+    ``flavor="bedrock"`` serves Claude Managed Agents on Amazon Bedrock instead: requests
+    are signed with SigV4 for service ``bedrock`` in ``region`` with ``access_key_id`` /
+    ``secret_access_key`` (random unless given; botocore checks them, so it needs the
+    ``[aws]`` extra), or carry ``api_key`` as a Bedrock API key (``Authorization: Bearer``);
+    sessions take a sandbox ARN as ``environment_id``, a ``working_directory`` and an
+    ``execution_identity``, and have no vaults.
     """
 
     def __init__(
@@ -59,10 +67,33 @@ class ClaudeEmulator(LoopbackEmulator):
         unique_names: bool = False,
         sse_ids: bool = False,
         downloadable_uploads: bool = False,
+        flavor: Literal["anthropic", "bedrock"] = "anthropic",
+        region: str = "us-east-1",
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
     ) -> None:
+        if flavor not in ("anthropic", "bedrock"):
+            raise ValueError(f"flavor is 'anthropic' or 'bedrock', not {flavor!r}")
+        self.flavor = flavor
+        self.region = region
+        upper = string.ascii_uppercase + string.digits
+        self.access_key_id = access_key_id or "AKIA" + "".join(
+            secrets.choice(upper) for _ in range(16)
+        )
+        self.secret_access_key = secret_access_key or secrets.token_urlsafe(30)
+        sigv4 = None
+        if flavor == "bedrock":
+            from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
+            from req_managed_agents.transport._aws import load_botocore
+
+            credentials = load_botocore()["credentials"].Credentials(
+                self.access_key_id, self.secret_access_key
+            )
+            sigv4 = _SigV4Verifier(credentials, region, service="bedrock")
         # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = ClaudeState(lifecycle.condition)
+        state.bedrock = flavor == "bedrock"
         stream = EventStream(
             lifecycle, state, ping_interval=ping_interval, heartbeat=heartbeat, sse_ids=sse_ids
         )
@@ -104,16 +135,29 @@ class ClaudeEmulator(LoopbackEmulator):
                 *Memories(state, memory, api_key=self.api_key).routes(),
                 *files.routes(),
             ],
+            sigv4=sigv4,
         )
         super().__init__(LoopbackServer(lifecycle, api))
 
     # --- set-up and faults for tests ------------------------------------------------------
 
     def provider(self, **options: Any) -> ClaudeManagedAgents:
-        """A ``ClaudeManagedAgents`` with this emulator's key and URL; ``options`` go to its
-        constructor (``timeout``, ``max_retries``, ...)."""
-        from req_managed_agents.providers.claude import ClaudeManagedAgents
+        """A ``ClaudeManagedAgents`` with this emulator's key and URL (the Bedrock flavor: a
+        ``ClaudeManagedAgentsBedrock`` signing with its credentials in its region);
+        ``options`` go to its constructor (``timeout``, ``max_retries``, ...)."""
+        from req_managed_agents.providers.claude import (
+            ClaudeManagedAgents,
+            ClaudeManagedAgentsBedrock,
+        )
 
+        if self.flavor == "bedrock":
+            credentials = {
+                "access_key_id": self.access_key_id,
+                "secret_access_key": self.secret_access_key,
+            }
+            return ClaudeManagedAgentsBedrock(
+                self.region, credentials=credentials, base_url=self.base_url, **options
+            )
         return ClaudeManagedAgents(self.api_key, base_url=self.base_url, **options)
 
     def add_agent(

@@ -17,6 +17,7 @@ the session runs.
 from __future__ import annotations
 
 import copy
+import re
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._config_tools import resolved_tools
@@ -70,6 +71,17 @@ _SESSION_FIELDS = frozenset(
         "initial_events",
     }
 )
+# Claude on Amazon Bedrock: no vaults; a working directory and the IAM role it runs as
+# (``role_arn`` is the older name of ``execution_identity``).
+_BEDROCK_SESSION_FIELDS = (_SESSION_FIELDS - {"vault_ids"}) | {
+    "working_directory",
+    "execution_identity",
+    "role_arn",
+}
+# A sandbox ARN: up to 2048 printable ASCII characters, no space and no '#'.
+_SANDBOX_ARN = re.compile(r"arn:[!-\"$-~]{1,2044}")
+_IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/\S+")
+_DEFAULT_WORKING_DIRECTORY = "/workspace"  # the emulator's choice; the API names its own
 _UPDATE_FIELDS = frozenset({"agent", "budget", "metadata", "title", "vault_ids"})
 _STATUSES = ("rescheduling", "running", "idle", "terminated")
 _INITIAL_EVENTS = ("user.message", "user.define_outcome")
@@ -143,11 +155,13 @@ class Sessions:
 
     def _create_session(self, exchange: Exchange) -> dict[str, Any]:
         body = _json_object(exchange.request)
-        _reject_unknown(body, _SESSION_FIELDS)
+        bedrock = self._state.bedrock
+        _reject_unknown(body, _BEDROCK_SESSION_FIELDS if bedrock else _SESSION_FIELDS)
         agent_id, version, overrides = _agent_reference(body.get("agent"))
         environment_id = body.get("environment_id")
         if not isinstance(environment_id, str):
             raise _invalid("environment_id: Field required")
+        bedrock_fields = _bedrock_fields(body) if bedrock else {}
         resources = body.get("resources") or []
         if not isinstance(resources, list):
             raise _invalid("resources: Input should be a valid list")
@@ -155,11 +169,14 @@ class Sessions:
             raise _invalid(f"resources: a session can have at most {_MAX_SESSION_FILES} files")
         with self._state.condition:
             agent = self._agents.agent_at(agent_id, version)
-            environment = self._environments.environment(environment_id)
             if self._agents.agent(agent_id)["archived_at"]:
                 raise _invalid(f"agent {agent_id!r} is archived")
-            if environment["archived_at"]:
-                raise _invalid(f"environment {environment_id!r} is archived")
+            if bedrock:  # a sandbox the emulator does not keep: a cloud one
+                environment: dict[str, Any] = {"config": {"type": "cloud"}}
+            else:
+                environment = self._environments.environment(environment_id)
+                if environment["archived_at"]:
+                    raise _invalid(f"environment {environment_id!r} is archived")
             snapshot = self._agents.snapshot(agent)
             _overridden(snapshot, overrides)
             # All checked before anything is made, so a bad entry leaves no stray copies.
@@ -200,6 +217,9 @@ class Sessions:
                 "updated_at": now,
                 "archived_at": None,
             }
+            if bedrock:
+                del record["vault_ids"], record["deployment_id"]
+                record.update(bedrock_fields)
             self_hosted = environment["config"]["type"] == "self_hosted"
             session = _Session(record, self._state.agent_scripts[agent_id], self_hosted=self_hosted)
             initial = self._initial_events(body.get("initial_events"), session)
@@ -324,3 +344,29 @@ class Sessions:
             self._log.append(session, {"type": "session.deleted"})
             self._files.delete_session_files(session)
         return {"id": session_id, "type": "session_deleted"}
+
+
+def _bedrock_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """A Bedrock session's own fields, checked: the sandbox ARN, the working directory and
+    the execution identity (from ``role_arn``, its older name, too; not both)."""
+    if not _SANDBOX_ARN.fullmatch(body["environment_id"]):
+        raise _invalid("environment_id: must be the ARN of a sandbox")
+    directory = body.get("working_directory")
+    if directory is None:
+        directory = _DEFAULT_WORKING_DIRECTORY
+    elif not isinstance(directory, str) or not directory.startswith("/"):
+        raise _invalid("working_directory: must be an absolute path")
+    identity = body.get("execution_identity")
+    if identity is not None and body.get("role_arn") is not None:
+        raise _invalid("execution_identity and role_arn: give one of them, not both")
+    if body.get("role_arn") is not None:
+        identity = {"type": "aws_role", "role_arn": body["role_arn"]}
+    if identity is not None and (
+        not isinstance(identity, dict)
+        or set(identity) != {"type", "role_arn"}
+        or identity["type"] != "aws_role"
+        or not isinstance(identity["role_arn"], str)
+        or not _IAM_ROLE.fullmatch(identity["role_arn"])
+    ):
+        raise _invalid("execution_identity: {type: 'aws_role', role_arn: <IAM role ARN>}")
+    return {"working_directory": directory, "execution_identity": identity}

@@ -33,6 +33,7 @@ class ClaudeState:
 
     def __init__(self, condition: threading.Condition) -> None:
         self.condition = condition
+        self.bedrock = False  # Claude Managed Agents on Amazon Bedrock (its session shape)
         self.agents: dict[str, dict[str, Any]] = {}  # the latest version of each agent
         self.agent_versions: dict[str, list[dict[str, Any]]] = {}  # every version, oldest first
         self.agent_scripts: dict[str, tuple[Turn, ...]] = {}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, BinaryIO, Literal, Union
 from urllib.parse import quote
@@ -49,6 +49,7 @@ __all__ = [
     "ClientCore",
     "FileContent",
     "Json",
+    "Signer",
 ]
 
 # Every request: 0.5 s doubling to 8 s with jitter, the server's retry-after up to 60 s;
@@ -82,6 +83,8 @@ _MAX_METADATA_VALUE = 512
 _DATE_FILTER = re.compile(r"(created_at)_(gt|gte|lt|lte)")
 
 Json = dict[str, Any]
+# Authenticates a prepared request in place (SigV4 for Claude on Bedrock).
+Signer = Callable[[requests.PreparedRequest], None]
 FileContent = Union[bytes, BinaryIO, str, "os.PathLike[str]"]
 
 
@@ -127,7 +130,7 @@ class ClientCore:
 
     def __init__(
         self,
-        api_key: Secret,
+        api_key: Secret | None,
         *,
         base_url: str,
         timeout: float,
@@ -138,12 +141,18 @@ class ClientCore:
         files_beta: str = FILES_BETA,
         memory_beta: str = MEMORY_BETA,
         auth_scheme: AuthScheme = "x-api-key",
+        signer: Signer | None = None,
     ) -> None:
+        """``signer`` authenticates each request in place of the key (Claude on Bedrock
+        signs with SigV4); then ``api_key`` may be None."""
+        if api_key is None and signer is None:
+            raise ConfigurationError("a Claude client needs an API key or a request signer")
         if auth_scheme not in _AUTH_SCHEMES:
             raise ConfigurationError(
                 f"auth_scheme must be 'x-api-key' or 'bearer', got {auth_scheme!r}"
             )
         self._api_key = api_key
+        self._signer = signer
         self.auth_scheme: AuthScheme = auth_scheme
         self.anthropic_version = anthropic_version
         self.beta = beta
@@ -175,12 +184,14 @@ class ClientCore:
         self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:
-        if self.auth_scheme == "bearer":
-            request.headers["authorization"] = f"Bearer {self._api_key.reveal()}"
-        else:
-            request.headers["x-api-key"] = self._api_key.reveal()
         request.headers["anthropic-version"] = self.anthropic_version
         request.headers.setdefault("anthropic-beta", self.beta)
+        if self._signer is not None:
+            self._signer(request)
+        elif self._api_key is not None and self.auth_scheme == "bearer":
+            request.headers["authorization"] = f"Bearer {self._api_key.reveal()}"
+        elif self._api_key is not None:
+            request.headers["x-api-key"] = self._api_key.reveal()
 
     def _json(
         self,

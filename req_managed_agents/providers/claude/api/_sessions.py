@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -98,9 +99,16 @@ class SessionsAPI(ClientCore):
         title: str | None = None,
         budget: Mapping[str, Any] | None = None,
         initial_events: Sequence[Mapping[str, Any]] | None = None,
+        working_directory: str | None = None,
+        execution_identity: Mapping[str, Any] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
         """Create a session (``POST /v1/sessions``).
+
+        On Amazon Bedrock, ``environment_id`` is a sandbox ARN, ``working_directory`` is the
+        absolute path the built-in tools start in and ``execution_identity`` is the IAM role
+        the session runs as (``{"type": "aws_role", "role_arn": ...}``); the public API
+        takes neither.
 
         ``agent`` is an agent id (its latest version), ``{"type": "agent", "id", "version"}``
         (a pinned version) or ``{"type": "agent_with_overrides", "id", ...}``. ``resources``
@@ -146,6 +154,14 @@ class SessionsAPI(ClientCore):
             body["budget"] = dict(budget)
         if initial_events is not None:
             body["initial_events"] = _initial_events(initial_events)
+        if working_directory is not None:
+            if not isinstance(working_directory, str) or not working_directory.startswith("/"):
+                raise ValueError(
+                    f"working_directory must be an absolute path, not {working_directory!r}"
+                )
+            body["working_directory"] = working_directory
+        if execution_identity is not None:
+            body["execution_identity"] = execution_identity_of(execution_identity)
         tagged = body.get("metadata", {}).get(CREATE_TOKEN_KEY) == token
         since = datetime.now(timezone.utc) - CREATE_CLOCK_SKEW
         attempt = 0
@@ -230,3 +246,20 @@ class SessionsAPI(ClientCore):
         """Detach a resource from a session."""
         path = f"/v1/sessions/{segment(session_id)}/resources/{segment(resource_id)}"
         return self._json("DELETE", path, idempotent=True)
+
+
+def execution_identity_of(value: Any) -> Json:
+    """An ``{"type": "aws_role", "role_arn": ...}`` execution identity, checked; a role ARN
+    alone is accepted and wrapped."""
+    if isinstance(value, str):
+        value = {"type": "aws_role", "role_arn": value}
+    if not isinstance(value, Mapping) or value.get("type") != "aws_role":
+        raise ValueError(
+            "execution_identity must be {'type': 'aws_role', 'role_arn': ...} or a role ARN"
+        )
+    role = value.get("role_arn")
+    if not isinstance(role, str) or not re.fullmatch(r"arn:aws[a-z-]*:iam::\d{12}:role/\S+", role):
+        raise ValueError(f"execution_identity role_arn must be an IAM role ARN, not {role!r}")
+    if set(value) - {"type", "role_arn"}:
+        raise ValueError("execution_identity takes only type and role_arn")
+    return {"type": "aws_role", "role_arn": role}
