@@ -34,7 +34,11 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(module, name, getattr(module, name).but(**fast))
 
 
-_PROVIDERS = {"test_claude_matrix.py": "claude", "test_agentcore_matrix.py": "agentcore"}
+_PROVIDERS = {
+    "test_claude_matrix.py": "claude",
+    "test_claude_bedrock_matrix.py": "claude-bedrock",
+    "test_agentcore_matrix.py": "agentcore",
+}
 _outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 _seconds: dict[str, float] = collections.defaultdict(float)
 

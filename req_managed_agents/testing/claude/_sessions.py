@@ -308,7 +308,7 @@ class Sessions:
                 and agent_id in (None, s.record["agent"]["id"])
                 and agent_version in (None, s.record["agent"]["version"])
                 and created(s.record["created_at"])
-                and deployment_id in (None, s.record["deployment_id"])
+                and deployment_id in (None, s.record.get("deployment_id"))
                 and (
                     store_id is None
                     or any(r.get("memory_store_id") == store_id for r in s.record["resources"])
