@@ -23,6 +23,7 @@
     ├── SessionError                          the session loop cannot go on
     │   ├── SessionTimeoutError (TimeoutError)      ``run(timeout=...)`` expired
     │   ├── UnresolvedRequiresActionError     the provider wants tool results for unknown calls
+    │   ├── ElicitationRequiredError          an MCP server asks a person, and nothing may answer
     │   ├── UnfinishedToolCallError           a tool call started earlier never finished
     │   └── AmbiguousRunError                 a keyed run cannot tell whether its input landed
     ├── ArtifactError                         a session artifact operation failed
@@ -61,6 +62,7 @@ __all__ = [
     "CommandFailedError",
     "ConfigurationError",
     "ConflictError",
+    "ElicitationRequiredError",
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
     "EventStreamError",
@@ -256,6 +258,24 @@ class SessionTimeoutError(SessionError, TimeoutError):
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+class ElicitationRequiredError(SessionError):
+    """An MCP server asks a person to act at a link (``url``) and nothing may answer it:
+    the handler has no ``handle_elicitation`` and ``elicit="raise"``. Show the person
+    ``url``, then answer with a handler hook or ``elicit=`` and run the session again
+    (``session_id``): the tool call waits, with no time limit."""
+
+    def __init__(self, elicitation: Any, *, session_id: str | None = None) -> None:
+        self.elicitation = elicitation
+        self.url: str | None = getattr(elicitation, "url", None)
+        self.session_id = session_id
+        server = getattr(elicitation, "server_name", "an MCP server")
+        super().__init__(
+            f"MCP server {server!r} asks a person to act at {self.url or '(no link given)'}; "
+            "define handle_elicitation on the handler or pass elicit='accept', 'decline' "
+            "or 'cancel'"
+        )
 
 
 class UnresolvedRequiresActionError(SessionError):

@@ -21,13 +21,24 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
+    from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
     from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
+    from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedrock
     from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 
 __all__ = ["run_to_completion"]
 
 
+@overload
+def run_to_completion(
+    provider: ClaudeManagedAgentsBedrock,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Unpack[_Bedrock],
+) -> SessionResult: ...
 @overload
 def run_to_completion(
     provider: ClaudeManagedAgents,

@@ -32,6 +32,7 @@ from req_managed_agents.drivers._run import Run
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, call_bounded, run_tools
 from req_managed_agents.errors import (
     AmbiguousRunError,
+    ElicitationRequiredError,
     UnfinishedToolCallError,
     UnresolvedRequiresActionError,
 )
@@ -45,6 +46,11 @@ from req_managed_agents.model._vocabulary import (
     Allow,
     Decision,
     Deny,
+    Elicitation,
+    ElicitationAccept,
+    ElicitationAnswer,
+    ElicitationCancel,
+    ElicitationDecline,
     Outcome,
     SessionResult,
     ToolResult,
@@ -54,10 +60,12 @@ from req_managed_agents.model._vocabulary import (
 from req_managed_agents.providers._base import Conversation
 from req_managed_agents.tools._handler import (
     ConfirmationHandler,
+    ElicitationHandler,
     Handler,
     ToolContext,
     describe_exception,
 )
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DEFAULT_PROMPT", "REPROMPT", "TurnLoop"]
 
@@ -68,6 +76,13 @@ REPROMPT = (
     "final answer; the task is finished only when you do."
 )
 _DENIED_BY_POLICY = "denied by the session's confirm='deny' policy"
+_ELICIT_ANSWERS: dict[str, ElicitationAnswer] = {
+    "accept": ElicitationAccept(),
+    "decline": ElicitationDecline(),
+    "cancel": ElicitationCancel(),
+}
+_ANSWER_TYPES: tuple[type, ...] = (ElicitationAccept, ElicitationDecline, ElicitationCancel)
+_log = get_logger(__name__)
 
 Meta = Callable[..., dict[str, Any]]
 """``meta(run, **extra)``: the telemetry metadata of an event of ``run``."""
@@ -83,6 +98,7 @@ class TurnLoop:
         self.ledger = ledger
         self.meta = meta
         self._confirmer = handler if isinstance(handler, ConfirmationHandler) else None
+        self._elicitor = handler if isinstance(handler, ElicitationHandler) else None
 
     def drive(
         self,
@@ -194,19 +210,57 @@ class TurnLoop:
     def _answer(
         self, conversation: Conversation, turn: TurnResult, run: Run, stop: threading.Event
     ) -> TurnResult:
-        """Run the turn's tools and decide its confirmations; send all answers at once."""
+        """Run the turn's tools and decide its confirmations and elicitations; send all
+        answers at once. Elicitations are decided first: one that must be raised leaves no
+        tool run without its result being sent."""
         tool_uses = _unique(turn.tool_uses)
-        if not tool_uses and not turn.confirmations:
+        waits = bool(turn.confirmations or turn.elicitations)
+        if not tool_uses and not waits:
             tool_uses = _unique(conversation.unanswered_tool_uses())
-        if not tool_uses and not turn.confirmations:
+        if not tool_uses and not waits:
             raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
+        elicited = [
+            (elicitation, self._elicit(elicitation, conversation, run, stop))
+            for elicitation in dict.fromkeys(turn.elicitations)
+        ]
         decisions = [
             (tool_use, self._decide(tool_use, turn, conversation, run, stop))
             for tool_use in _unique(turn.confirmations)
         ]
         results = self._execute(conversation, tool_uses, run, stop) if tool_uses else []
         _before_input(run)
-        return conversation.send_tool_results(tool_uses, results, decisions)
+        return conversation.send_tool_results(tool_uses, results, decisions, elicited)
+
+    def _elicit(
+        self, elicitation: Elicitation, conversation: Conversation, run: Run, stop: threading.Event
+    ) -> ElicitationAnswer:
+        """Answer an MCP server's request for a person: the handler's hook (bounded like a
+        tool; a failure or a wrong answer cancels), else the ``elicit`` policy, which by
+        default raises :class:`ElicitationRequiredError` with the link."""
+        elicitor = self._elicitor
+        if elicitor is None:
+            policy = self.settings.elicit
+            if policy == "raise":
+                raise ElicitationRequiredError(elicitation, session_id=run.session_id)
+            return _ELICIT_ANSWERS[policy]
+        context = ToolContext(elicitation.tool_use_id, conversation.info)
+        try:
+            answer = call_bounded(
+                lambda context: elicitor.handle_elicitation(elicitation, context),
+                context,
+                timeout=self.settings.tool_timeout,
+                cancelled=stop,
+                name=f"rma-elicit-{elicitation.server_name}",
+            )
+        except ToolRunCancelled:
+            raise  # the run stopped: no answer is sent
+        except Exception as exc:  # a failing hook (or one out of time) cancels
+            _log.warning("handle_elicitation failed (%s); cancelling", describe_exception(exc))
+            return ElicitationCancel()
+        if isinstance(answer, _ANSWER_TYPES):  # a hook's return value is not trusted
+            return answer
+        _log.warning("handle_elicitation returned %s; cancelling", type(answer).__name__)
+        return ElicitationCancel()
 
     def _decide(
         self,

@@ -42,6 +42,12 @@ ConfirmPolicy = Literal["raise", "allow", "deny"]
 ``handle_confirmation``: raise :class:`UnresolvedRequiresActionError`, allow it, or deny it."""
 
 _CONFIRM_POLICIES = ("raise", "allow", "deny")
+
+ElicitPolicy = Literal["raise", "accept", "decline", "cancel"]
+"""What to do with an MCP server's elicitation when the handler has no
+``handle_elicitation``: raise :class:`ElicitationRequiredError` (with the link), or answer."""
+
+_ELICIT_POLICIES = ("raise", "accept", "decline", "cancel")
 _UNFINISHED_POLICIES = ("error", "rerun", "raise")
 
 
@@ -64,6 +70,8 @@ class SessionOptions(TypedDict, total=False):
       first.
     * ``confirm`` (``"raise"``): see :data:`ConfirmPolicy`; a handler's
       ``handle_confirmation`` takes precedence.
+    * ``elicit`` (``"raise"``): see :data:`ElicitPolicy`; a handler's
+      ``handle_elicitation`` takes precedence.
     * ``terminal_tool`` and ``max_reprompts`` (2): an ``end_turn`` that never called that
       tool is re-prompted that many times, then ends ``terminated`` with stop reason
       ``{"type": "no_terminal_tool"}``.
@@ -86,6 +94,7 @@ class SessionOptions(TypedDict, total=False):
     turn_guard: TurnGuard | None
     on_text: Callable[[str], None] | Callable[[str, bool], None] | None
     confirm: ConfirmPolicy
+    elicit: ElicitPolicy
     terminal_tool: str | None
     max_reprompts: int
     outcome: Outcome | Mapping[str, Any] | None
@@ -100,6 +109,7 @@ _DRIVER_OPTIONS = frozenset(SessionOptions.__annotations__)
 
 if TYPE_CHECKING:  # for the drivers' overloads only: the drivers do not import providers
     from req_managed_agents.providers.agentcore._options import AgentCoreOptions
+    from req_managed_agents.providers.claude._bedrock import ClaudeBedrockOptions
     from req_managed_agents.providers.claude._options import ClaudeOptions
 
     class ClaudeSessionOptions(SessionOptions, ClaudeOptions, total=False):
@@ -107,6 +117,9 @@ if TYPE_CHECKING:  # for the drivers' overloads only: the drivers do not import 
 
     class AgentCoreSessionOptions(SessionOptions, AgentCoreOptions, total=False):
         """Everything an AgentCore session takes."""
+
+    class ClaudeBedrockSessionOptions(SessionOptions, ClaudeBedrockOptions, total=False):
+        """Everything a Claude session on Amazon Bedrock takes."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,7 @@ class Settings:
     turn_guard: TurnGuard | None = None
     on_text: Callable[..., None] | None = None
     confirm: ConfirmPolicy = "raise"
+    elicit: ElicitPolicy = "raise"
     terminal_tool: str | None = None
     max_reprompts: int = DEFAULT_MAX_REPROMPTS
     outcome: Outcome | None = None
@@ -192,6 +206,8 @@ def _check(settings: Settings, handler: Handler) -> None:
         raise ConfigurationError("on_text must be callable")
     if settings.confirm not in _CONFIRM_POLICIES:
         raise ConfigurationError(f"confirm must be one of {', '.join(_CONFIRM_POLICIES)}")
+    if settings.elicit not in _ELICIT_POLICIES:
+        raise ConfigurationError(f"elicit must be one of {', '.join(_ELICIT_POLICIES)}")
     if settings.max_reprompts < 0:
         raise ConfigurationError("max_reprompts must not be negative")
     if settings.on_unfinished not in _UNFINISHED_POLICIES:

@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
+    from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
-    from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
-    from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+    from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents
+    from req_managed_agents.providers import ClaudeManagedAgentsBedrock as _OnBedrock
 
 
 class Session:
@@ -72,22 +73,20 @@ class Session:
     ``tool_timeout``, ``confirm``, ``ledger``, ``idempotency_key``, ...); every other
     keyword goes to the provider (``agent_id``, ``session_id``, ``harness_arn``, ...).
 
-    **Stopping.** When the caller stops waiting for a run that is still going - Ctrl-C (or a
-    notebook's interrupt) inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop,
-    breaking out of or closing the stream, :meth:`cancel`, or leaving the ``with`` block
-    (:meth:`close`) - the session stops the run everywhere: the running tools see
-    ``ToolContext.cancelled`` set, the stream is closed, and the provider is asked to stop
-    the remote turn (Claude: ``user.interrupt``; AgentCore: the invocation is closed and the
-    runtime session stopped, which ends its conversation too). The interrupt is ordered
-    after any input still on its way, so it reaches the turn that input starts, and it
-    reaches a session still being opened. A run stopped this way reports ``terminated``
-    with stop reason ``{"type": "cancelled"}`` - at once, even if a request is still in
-    flight - and the session is closed. The one exception is a ``timeout`` on :meth:`run`
-    or :meth:`stream`: it closes the stream and stops waiting but leaves the remote turn
-    alone, so the session can be resumed with ``session_id=``, unless
-    ``interrupt_on_timeout=True``.
+    **Stopping.** Ctrl-C inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop, closing
+    the stream, :meth:`cancel` or leaving the ``with`` block stops the run everywhere: the
+    running tools see ``ToolContext.cancelled``, the stream is closed and the provider is
+    asked to stop the remote turn (Claude: ``user.interrupt``, ordered after any input on
+    its way; AgentCore: the invocation is closed and the runtime session stopped). The run
+    reports ``terminated`` with stop reason ``{"type": "cancelled"}`` at once, and the
+    session is closed. A ``timeout`` on :meth:`run` or :meth:`stream` only stops waiting:
+    the remote turn goes on (resume with ``session_id=``) unless ``interrupt_on_timeout``.
     """
 
+    @overload
+    def __init__(
+        self, provider: _OnBedrock, *, handler: Handler, **options: Unpack[_Bedrock]
+    ) -> None: ...
     @overload
     def __init__(
         self, provider: ClaudeManagedAgents, *, handler: Handler, **options: Unpack[_Claude]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._show import Shown, short_repr
@@ -154,6 +154,46 @@ class ToolResult(Shown):
 
 
 @dataclass(frozen=True)
+class Elicitation:
+    """An MCP server asks a person to act - sign in or consent at a link - before a tool
+    call can finish (Claude on Bedrock's ``agent.mcp_elicitation``). Show the person the
+    whole ``url`` and ``server_name`` as untrusted text, never fetch it; ``message`` is the
+    server's plain text. ``tool_use_id`` is the waiting ``agent.mcp_tool_use``."""
+
+    id: str
+    server_name: str
+    tool_use_id: str
+    url: str | None
+    message: str = ""
+    session_thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ElicitationAccept:
+    """The person acted (or needs a new link): the service makes the call again."""
+
+    type: ClassVar[str] = "accept"
+
+
+@dataclass(frozen=True)
+class ElicitationDecline:
+    """The person said no: the tool call ends with an error result."""
+
+    type: ClassVar[str] = "decline"
+
+
+@dataclass(frozen=True)
+class ElicitationCancel:
+    """The person left without choosing: the tool call ends with an error result."""
+
+    type: ClassVar[str] = "cancel"
+
+
+ElicitationAnswer = Union[ElicitationAccept, ElicitationDecline, ElicitationCancel]
+"""What ``handle_elicitation`` returns."""
+
+
+@dataclass(frozen=True)
 class HookEvent:
     """A harness hook that ran during a turn (AgentCore ``hookEvent``): ``type`` is when
     (``before_tool_call``, ``after_tool_call``, ``before_invocation``, ``after_invocation``),
@@ -175,7 +215,8 @@ class TurnResult(Shown):
     tools the provider ran itself (observed only); ``confirmations`` are provider tools that
     wait for permission before they run. ``stop_reason`` and ``events`` are the provider's
     own values, verbatim; ``outcome`` is the turn's last outcome evaluation, if any;
-    ``hook_events`` are the harness hooks that ran in it (AgentCore), in stream order.
+    ``hook_events`` are the harness hooks that ran in it (AgentCore), in stream order;
+    ``elicitations`` are MCP servers' requests a person must answer (Claude on Bedrock).
     """
 
     terminal: Terminal
@@ -188,6 +229,7 @@ class TurnResult(Shown):
     confirmations: tuple[ToolUse, ...] = ()
     outcome: Mapping[str, Any] | None = None
     hook_events: tuple[HookEvent, ...] = ()
+    elicitations: tuple[Elicitation, ...] = ()
 
     def __repr__(self) -> str:
         return short_repr(self, ("terminal", "text", "tool_uses", "usage", "events"))

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
     Decision,
+    Elicitation,
+    ElicitationAnswer,
     Outcome,
     SessionInfo,
     ToolResult,
@@ -41,6 +43,7 @@ TextSink = Callable[[str, str, bool], None]
 """``on_text(message, text_so_far, final)``: the whole text of one agent message so far
 (``message`` is a key unique in the session); ``final`` once the provider recorded it."""
 Confirmations = Sequence[tuple[ToolUse, Decision]]
+Elicitations = Sequence[tuple[Elicitation, ElicitationAnswer]]
 
 
 class Aborted(Exception):
@@ -68,9 +71,10 @@ class Conversation(Protocol):
         tool_uses: Sequence[ToolUse],
         results: Sequence[ToolResult],
         confirmations: Confirmations = (),
+        elicitations: Elicitations = (),
     ) -> TurnResult:
-        """Answer the turn's tool calls and permission requests together, and block until
-        the next turn has ended."""
+        """Answer the turn's tool calls, permission requests and elicitations together, and
+        block until the next turn has ended."""
         ...
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:

@@ -39,7 +39,10 @@ class ToolCall:
     session's permission policy makes of the call: ``"allow"`` runs it, ``"deny"`` refuses it
     with an error result, and ``"ask"`` pauses the turn for a ``user.tool_confirmation``.
     ``mcp_server`` names the MCP server the tool comes from (an ``agent.mcp_tool_use``
-    rather than an ``agent.tool_use``).
+    rather than an ``agent.tool_use``). ``elicitation_url`` makes that server ask a person
+    first (Claude on Bedrock's ``agent.mcp_elicitation``, with this link): the turn pauses
+    until a ``user.mcp_elicitation_response``; ``accept`` runs the call, ``decline`` and
+    ``cancel`` end it with an error result.
     """
 
     name: str
@@ -47,8 +50,11 @@ class ToolCall:
     result: str = ""
     permission: Literal["allow", "ask", "deny"] = "allow"
     mcp_server: str | None = None
+    elicitation_url: str | None = None
 
     def __post_init__(self) -> None:
+        if self.elicitation_url is not None and self.mcp_server is None:
+            raise ValueError("only an MCP server's call (mcp_server=) can ask for an elicitation")
         if self.permission not in PERMISSIONS:
             raise ValueError(f"permission must be one of {PERMISSIONS}, not {self.permission!r}")
         if self.mcp_server == "":

@@ -17,6 +17,8 @@ from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Decision,
     Document,
+    Elicitation,
+    ElicitationAnswer,
     Image,
     SessionInfo,
     ToolResult,
@@ -27,6 +29,7 @@ from req_managed_agents.transport._redact import redact
 
 __all__ = [
     "ConfirmationHandler",
+    "ElicitationHandler",
     "EventHandler",
     "Handler",
     "ToolContext",
@@ -95,6 +98,24 @@ class ConfirmationHandler(Protocol):
 
     def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision:
         """Allow or deny ``tool_use`` (``context`` says which session asks)."""
+        ...
+
+
+@runtime_checkable
+class ElicitationHandler(Protocol):
+    """The optional elicitation hook a :class:`Handler` may also implement.
+
+    Called once per ``agent.mcp_elicitation`` (Claude on Bedrock): an MCP server asks a
+    person to act at a link before a tool call can finish. Show the person the link (it
+    is untrusted: do not fetch it), then return
+    :class:`~req_managed_agents.ElicitationAccept`, ``ElicitationDecline`` or
+    ``ElicitationCancel``. A hook that raises or returns anything else cancels.
+    """
+
+    def handle_elicitation(
+        self, elicitation: Elicitation, context: ToolContext
+    ) -> ElicitationAnswer:
+        """Answer ``elicitation`` (``context`` says which session asks)."""
         ...
 
 

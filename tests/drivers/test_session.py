@@ -58,6 +58,7 @@ class FakeConversation:
         tool_uses: Sequence[ToolUse],
         results: Sequence[ToolResult],
         confirmations: Confirmations = (),
+        elicitations: Any = (),
     ) -> TurnResult:
         self.sent.append(("results", list(results)))
         if confirmations:

@@ -56,7 +56,13 @@ from req_managed_agents.model._vocabulary import (
     TurnResult,
     Usage,
 )
-from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
+from req_managed_agents.providers._base import (
+    Aborted,
+    Confirmations,
+    Elicitations,
+    EventSink,
+    TextSink,
+)
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore._converse import (
     ConverseFold,
@@ -139,9 +145,10 @@ class AgentCoreConversation:
         tool_uses: Sequence[ToolUse],
         results: Sequence[ToolResult],
         confirmations: Confirmations = (),
+        elicitations: Elicitations = (),
     ) -> TurnResult:
-        if confirmations:
-            raise SessionError("Bedrock AgentCore has no tool confirmations to answer")
+        if confirmations or elicitations:
+            raise SessionError("Bedrock AgentCore has no confirmations or elicitations to answer")
         return self._turn(resume_messages(tool_uses, results))
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:

@@ -30,25 +30,36 @@ from req_managed_agents.errors import (
     NotFoundError,
 )
 from req_managed_agents.model._vocabulary import (
+    Elicitation,
     Outcome,
     SessionInfo,
     ToolResult,
     ToolUse,
     TurnResult,
 )
-from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
+from req_managed_agents.providers._base import (
+    Aborted,
+    Confirmations,
+    Elicitations,
+    EventSink,
+    TextSink,
+)
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
     CUSTOM_TOOL_RESULT,
     CUSTOM_TOOL_USE,
     DEFINE_OUTCOME,
+    ELICITATION_RESPONSE,
+    MCP_ELICITATION,
     OUTCOME_EVALUATION_END,
     OUTCOME_SETTLED,
     TOOL_CONFIRMATION,
     asks_permission,
     custom_tool_result,
     define_outcome,
+    elicitation_of,
+    elicitation_response,
     is_boundary,
     normalize,
     text_of,
@@ -99,6 +110,7 @@ class ClaudeConversation:
         # the ids already answered (results, confirmations): an idle may name old ones.
         self._tool_uses: dict[str, ToolUse] = {}
         self._asks: dict[str, ToolUse] = {}
+        self._elicitations: dict[str, Elicitation] = {}  # Claude on Bedrock
         self._answered: set[str] = set()
         self._outcome_pending = False
         # Digests of the prompts the session has recorded (a keyed run asks).
@@ -161,7 +173,7 @@ class ClaudeConversation:
         turn_events = history[previous + 1 : last + 1]
         for event in (*turn_events, *tail):
             self._on_event(event)
-        turn = normalize(turn_events, self._tool_uses, self._asks)
+        turn = normalize(turn_events, self._tool_uses, self._asks, self._elicitations)
         if turn.terminal != "terminated" and self._archived():
             return replace(turn, terminal="terminated", stop_reason={"type": "archived"})
         resolved = self._resolve(turn)
@@ -201,6 +213,7 @@ class ClaudeConversation:
         tool_uses: Sequence[ToolUse],
         results: Sequence[ToolResult],
         confirmations: Confirmations = (),
+        elicitations: Elicitations = (),
     ) -> TurnResult:
         self._check_feed()
         # A subagent's call is answered on its thread (the id alone routes it, but the
@@ -220,6 +233,11 @@ class ClaudeConversation:
             tool_confirmation(use.id, decision)
             for use, decision in confirmations
             if use.id not in self._answered
+        ]
+        events += [
+            elicitation_response(elicitation.id, answer)
+            for elicitation, answer in elicitations
+            if elicitation.id not in self._answered
         ]
         echoes: set[str] = set()
         if events:
@@ -298,7 +316,10 @@ class ClaudeConversation:
         elif asks_permission(event):
             tool_use = tool_use_of(event)
             self._asks.setdefault(tool_use.id, tool_use)
-        elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION):
+        elif kind == MCP_ELICITATION:
+            elicitation = elicitation_of(event)
+            self._elicitations.setdefault(elicitation.id, elicitation)
+        elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION, ELICITATION_RESPONSE):
             self._answered.add(answered_id(event))
         elif kind == DEFINE_OUTCOME:
             self._outcome_pending = True  # a resumed session may be working toward one
@@ -357,7 +378,9 @@ class ClaudeConversation:
                 batch.append(event)
                 if not is_boundary(event):
                     continue
-                turn = self._resolve(normalize(batch, self._tool_uses, self._asks))
+                turn = self._resolve(
+                    normalize(batch, self._tool_uses, self._asks, self._elicitations)
+                )
                 if turn is not None:
                     return turn
 
@@ -371,9 +394,12 @@ class ClaudeConversation:
             return turn
         fresh = tuple(use for use in turn.tool_uses if use.id not in self._answered)
         asks = tuple(use for use in turn.confirmations if use.id not in self._answered)
-        if (turn.tool_uses or turn.confirmations) and not (fresh or asks):
+        asked = tuple(e for e in turn.elicitations if e.id not in self._answered)
+        if (turn.tool_uses or turn.confirmations or turn.elicitations) and not (
+            fresh or asks or asked
+        ):
             return None
-        return replace(turn, tool_uses=fresh, confirmations=asks)
+        return replace(turn, tool_uses=fresh, confirmations=asks, elicitations=asked)
 
 
 _ACTIVITY_PREFIXES = ("user.", "agent.", "span.")

@@ -22,7 +22,11 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers._base import Aborted
 from req_managed_agents.providers.claude._client import ClaudeClient
-from req_managed_agents.providers.claude._events import CUSTOM_TOOL_RESULT, interrupt
+from req_managed_agents.providers.claude._events import (
+    CUSTOM_TOOL_RESULT,
+    ELICITATION_RESPONSE,
+    interrupt,
+)
 from req_managed_agents.providers.claude._feed import EventFeed
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import get_logger
@@ -161,9 +165,14 @@ class Delivery:
 
 
 def answered_id(event: Event) -> str:
-    """The tool use a result or a confirmation answers."""
-    key = "custom_tool_use_id" if event.get("type") == CUSTOM_TOOL_RESULT else "tool_use_id"
-    return str(event.get(key))
+    """The tool use a result or a confirmation answers (the elicitation, for an answer to
+    one)."""
+    kind = event.get("type")
+    if kind == CUSTOM_TOOL_RESULT:
+        return str(event.get("custom_tool_use_id"))
+    if kind == ELICITATION_RESPONSE:
+        return str(event.get("mcp_elicitation_id"))
+    return str(event.get("tool_use_id"))
 
 
 def answers_landed(events: Sequence[Event]) -> Landed:

@@ -22,6 +22,8 @@ from req_managed_agents.model._vocabulary import (
     Allow,
     ContentBlock,
     Decision,
+    Elicitation,
+    ElicitationAnswer,
     Image,
     Outcome,
     Terminal,
@@ -37,6 +39,8 @@ __all__ = [
     "asks_permission",
     "custom_tool_result",
     "define_outcome",
+    "elicitation_of",
+    "elicitation_response",
     "interrupt",
     "is_boundary",
     "normalize",
@@ -52,6 +56,8 @@ Event = Mapping[str, Any]
 CUSTOM_TOOL_USE = "agent.custom_tool_use"
 CUSTOM_TOOL_RESULT = "user.custom_tool_result"
 TOOL_CONFIRMATION = "user.tool_confirmation"
+MCP_ELICITATION = "agent.mcp_elicitation"  # Claude on Bedrock
+ELICITATION_RESPONSE = "user.mcp_elicitation_response"
 DEFINE_OUTCOME = "user.define_outcome"
 OUTCOME_EVALUATION_END = "span.outcome_evaluation_end"
 SERVER_TOOL_USES = frozenset({"agent.tool_use", "agent.mcp_tool_use"})
@@ -103,6 +109,32 @@ def _content_block(block: ContentBlock) -> dict[str, Any]:
 
 def _base64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def elicitation_response(elicitation_id: str, answer: ElicitationAnswer) -> dict[str, Any]:
+    """Answer an ``agent.mcp_elicitation`` (Claude on Bedrock)."""
+    return {
+        "type": ELICITATION_RESPONSE,
+        "mcp_elicitation_id": elicitation_id,
+        "response": {"type": answer.type},
+    }
+
+
+def elicitation_of(event: Event) -> Elicitation:
+    """An ``agent.mcp_elicitation`` event as an :class:`Elicitation`."""
+    request = event.get("request")
+    request = request if isinstance(request, Mapping) else {}
+    url = request.get("url")
+    message = request.get("message")
+    thread = event.get("session_thread_id")
+    return Elicitation(
+        str(event.get("id")),
+        str(event.get("mcp_server_name") or ""),
+        str(event.get("mcp_tool_use_id") or ""),
+        url if isinstance(url, str) else None,
+        message if isinstance(message, str) else "",
+        thread if isinstance(thread, str) else None,
+    )
 
 
 def tool_confirmation(tool_use_id: str, decision: Decision) -> dict[str, Any]:
@@ -214,14 +246,15 @@ def normalize(
     batch: Sequence[Event],
     known_tool_uses: Mapping[str, ToolUse],
     known_asks: Mapping[str, ToolUse] | None = None,
+    known_elicitations: Mapping[str, Elicitation] | None = None,
 ) -> TurnResult:
     """Fold one turn's events into a :class:`TurnResult`.
 
     The latest boundary decides the terminal. For ``requires_action`` the events named by
     ``stop_reason.event_ids`` are looked up in this batch first, then in ``known_tool_uses``
-    (every custom tool use seen earlier in the session) and ``known_asks`` (provider tool
-    uses waiting for permission), because an idle may point at a tool use delivered in an
-    earlier batch.
+    (every custom tool use seen earlier in the session), ``known_asks`` (provider tool
+    uses waiting for permission) and ``known_elicitations``, because an idle may point at
+    an event delivered in an earlier batch.
     """
     boundary = next((event for event in reversed(batch) if is_boundary(event)), None)
     terminal, stop_reason = _terminal(boundary)
@@ -230,6 +263,7 @@ def normalize(
     server_tool_uses: list[ToolUse] = []
     batch_tool_uses: dict[str, ToolUse] = {}
     batch_asks: dict[str, ToolUse] = {}
+    batch_elicitations: dict[str, Elicitation] = {}
     outcome: Mapping[str, Any] | None = None
     for event in batch:
         kind = event.get("type")
@@ -247,12 +281,16 @@ def normalize(
             server_tool_uses.append(tool_use)
             if asks_permission(event):
                 batch_asks[tool_use.id] = tool_use
+        elif kind == MCP_ELICITATION:
+            elicitation = elicitation_of(event)
+            batch_elicitations[elicitation.id] = elicitation
         elif kind == OUTCOME_EVALUATION_END:
             outcome = event
             if event.get("result") == "needs_revision":
                 texts = []  # a rejected draft is not the answer
     tool_uses: list[ToolUse] = []
     confirmations: list[ToolUse] = []
+    elicitations: list[Elicitation] = []
     if terminal == "requires_action" and isinstance(stop_reason, Mapping):
         event_ids = stop_reason.get("event_ids")
         for event_id in event_ids if isinstance(event_ids, list) else []:
@@ -263,6 +301,10 @@ def normalize(
             ask = batch_asks.get(event_id) or (known_asks or {}).get(event_id)
             if ask is not None and ask not in confirmations:
                 confirmations.append(ask)
+                continue
+            asked = batch_elicitations.get(event_id) or (known_elicitations or {}).get(event_id)
+            if asked is not None and asked not in elicitations:
+                elicitations.append(asked)
     return TurnResult(
         terminal=terminal,
         text="\n".join(texts),
@@ -273,6 +315,7 @@ def normalize(
         events=tuple(batch),
         confirmations=tuple(confirmations),
         outcome=outcome,
+        elicitations=tuple(elicitations),
     )
 
 

@@ -45,11 +45,17 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.server import Exchange, Route
 
-_ANSWERS = ("user.custom_tool_result", "user.tool_confirmation", "user.tool_result")
+_ANSWERS = (
+    "user.custom_tool_result",
+    "user.tool_confirmation",
+    "user.tool_result",
+    "user.mcp_elicitation_response",
+)
 # Every event type the API can log, for the ``types[]`` filter.
 EVENT_TYPES = frozenset(
     {
         "agent.custom_tool_use",
+        "agent.mcp_elicitation",
         "agent.mcp_tool_result",
         "agent.mcp_tool_use",
         "agent.message",
@@ -81,6 +87,7 @@ EVENT_TYPES = frozenset(
         "user.custom_tool_result",
         "user.define_outcome",
         "user.interrupt",
+        "user.mcp_elicitation_response",
         "user.message",
         "user.tool_confirmation",
         "user.tool_result",
@@ -176,6 +183,8 @@ class Events:
                 self._resume_if_answered(session)
         elif kind == "user.tool_confirmation":
             self._confirm(session, event)
+        elif kind == "user.mcp_elicitation_response":
+            self._elicited(session, event)
         elif kind == "user.interrupt":
             self._interrupt(session, event.get("session_thread_id"))
         return echo
@@ -185,7 +194,11 @@ class Events:
         ``session_thread_id`` when it sent one, which the checks matched)."""
         if "session_thread_id" in event:
             return event
-        field = "custom_tool_use_id" if "custom_tool_use_id" in event else "tool_use_id"
+        field = next(
+            key
+            for key in ("custom_tool_use_id", "mcp_elicitation_id", "tool_use_id")
+            if key in event
+        )
         awaited = session.awaiting.get(event[field])
         if awaited is None or awaited.thread is None:
             return event
@@ -206,6 +219,24 @@ class Events:
             awaited.result = _denial(awaited.call, use_id, message)
         self._resume_if_answered(session)
 
+    def _elicited(self, session: _Session, event: dict[str, Any]) -> None:
+        """Only the first answer counts: ``accept`` runs the waiting call, ``decline`` and
+        ``cancel`` end it with an error result."""
+        awaited = session.awaiting.get(event["mcp_elicitation_id"])
+        if awaited is None or awaited.call is None or awaited.answer is not None:
+            return
+        call, use_id = awaited.call, str(awaited.use_id)
+        answer = event["response"]["type"]
+        awaited.answer = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}[
+            answer
+        ]
+        if answer == "accept":
+            awaited.result = _tool_result(call, use_id, call.result, is_error=False)
+        else:
+            text = f"The person did not sign in to {call.mcp_server} ({answer})."
+            awaited.result = _tool_result(call, use_id, text, is_error=True)
+        self._resume_if_answered(session)
+
     def _resume_if_answered(self, session: _Session) -> None:
         """Once every awaited answer is in, play the next turn: it opens with the results of
         the confirmed calls and receives the tool results, then the confirmations."""
@@ -214,8 +245,9 @@ class Events:
         if len(answers) < len(awaited):
             return
         session.awaiting = {}
-        results = [a.answer for a in awaited if a.kind != "confirm" and a.answer is not None]
-        confirmed = [a for a in awaited if a.kind == "confirm"]
+        opened = ("confirm", "elicit")  # answers whose tool result opens the next turn
+        results = [a.answer for a in awaited if a.kind not in opened and a.answer is not None]
+        confirmed = [a for a in awaited if a.kind in opened]
         texts = results + [a.answer for a in confirmed if a.answer is not None]
         opening = tuple((a.thread, a.result) for a in confirmed if a.result is not None)
         self._player.give_input(session, _Input(texts, opening))

@@ -44,6 +44,7 @@ _FIELDS = {
     "user.tool_confirmation": frozenset(
         {"type", "tool_use_id", "result", "deny_message", "session_thread_id"}
     ),
+    "user.mcp_elicitation_response": frozenset({"type", "mcp_elicitation_id", "response"}),
     "user.define_outcome": _OUTCOME_FIELDS,
     "system.message": frozenset({"type", "content"}),
 }
@@ -138,6 +139,8 @@ def check_event(
         _check_result_content(event, where, file_exists)
     elif kind == "user.tool_confirmation":
         _check_confirmation(session, event, where, earlier)
+    elif kind == "user.mcp_elicitation_response":
+        _check_elicitation_response(session, event, where)
     elif kind == "user.define_outcome":
         _check_outcome(session, event, where, earlier, file_exists)
     elif kind == "system.message":
@@ -231,6 +234,28 @@ def _check_answer(
         use = "agent.custom_tool_use" if kind == "custom" else "agent.tool_use"
         raise _invalid(f"{where}.{field}: no pending {use} {use_id!r}")
     _check_thread(session, event, where)
+
+
+def _check_elicitation_response(session: _Session, event: dict[str, Any], where: str) -> None:
+    """An answer to an ``agent.mcp_elicitation`` of this session (a repeat is taken and has
+    no effect, as on the service)."""
+    elicitation_id = event.get("mcp_elicitation_id")
+    if not isinstance(elicitation_id, str) or not 1 <= len(elicitation_id) <= 128:
+        raise _invalid(f"{where}.mcp_elicitation_id: Field required")
+    response = event.get("response")
+    if (
+        not isinstance(response, dict)
+        or set(response) != {"type"}
+        or response["type"] not in ("accept", "decline", "cancel")
+    ):
+        raise _invalid(f"{where}.response: {{'type': 'accept' | 'decline' | 'cancel'}}")
+    logs = [session.log, *(t.log for t in session.threads.values() if not t.primary)]
+    if not any(
+        e["id"] == elicitation_id and e["type"] == "agent.mcp_elicitation"
+        for log in logs
+        for e in log
+    ):
+        raise _invalid(f"{where}.mcp_elicitation_id: mcp_elicitation_not_found: {elicitation_id!r}")
 
 
 def _check_confirmation(

@@ -42,7 +42,9 @@ class _Awaited:
     """A tool use the paused turn waits on, by what answers it: a custom tool use its
     ``user.custom_tool_result`` (``kind`` ``"custom"``), a server tool use whose permission
     is ``ask`` its ``user.tool_confirmation`` (``"confirm"``), a built-in tool use of a
-    self-hosted environment its ``user.tool_result`` (``"result"``).
+    self-hosted environment its ``user.tool_result`` (``"result"``), an MCP server's
+    ``agent.mcp_elicitation`` its ``user.mcp_elicitation_response`` (``"elicit"``; then
+    ``use_id`` is the waiting ``agent.mcp_tool_use``).
 
     ``answer`` is what the next turn's scripted text receives for it once answered;
     ``result`` is the tool result event a confirmation produced, logged when the turn
@@ -54,6 +56,7 @@ class _Awaited:
     thread: _Thread | None = None
     answer: str | None = None
     result: dict[str, Any] | None = None
+    use_id: str | None = None
 
 
 @dataclass

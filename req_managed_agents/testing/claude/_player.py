@@ -13,7 +13,7 @@ short.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import scripted_text
 from req_managed_agents.testing.claude._model import _Awaited
@@ -27,6 +27,7 @@ from req_managed_agents.testing.claude._turn import _SCRIPT_FINISHED
 from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
+    from req_managed_agents.testing._script import ToolCall
     from req_managed_agents.testing.claude._files import Files
     from req_managed_agents.testing.claude._log import SessionLog
     from req_managed_agents.testing.claude._model import _Input, _Session
@@ -175,7 +176,11 @@ class Player:
             if thread is not None and waits:
                 use["session_thread_id"] = thread.id
             use_id = self._log.append(session, use, thread=thread, cross_post=waits)["id"]
-            if server_call.permission == "ask":
+            if server_call.elicitation_url is not None and server_call.permission == "allow":
+                asking = _elicitation(server_call, use_id)
+                asked = self._log.append(session, asking, thread=thread, cross_post=True)
+                awaiting[asked["id"]] = _Awaited("elicit", server_call, thread, use_id=use_id)
+            elif server_call.permission == "ask":
                 awaiting[use_id] = _Awaited("confirm", server_call, thread)
             elif waits_result:
                 awaiting[use_id] = _Awaited("result", server_call, thread)
@@ -223,3 +228,17 @@ class Player:
                 session.outcome = None  # a final turn after max_iterations_reached, if any
             self._log.finish_turn(session, {"type": "end_turn"})
         return None
+
+
+def _elicitation(call: ToolCall, use_id: str) -> dict[str, Any]:
+    """The ``agent.mcp_elicitation`` an MCP call's server asks a person to act on."""
+    return {
+        "type": "agent.mcp_elicitation",
+        "mcp_server_name": call.mcp_server,
+        "mcp_tool_use_id": use_id,
+        "request": {
+            "type": "url",
+            "url": call.elicitation_url,
+            "message": f"Sign in to {call.mcp_server} to let the agent use {call.name}.",
+        },
+    }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,10 +20,16 @@ from req_managed_agents import (
     AuthenticationError,
     ClaudeManagedAgentsBedrock,
     ConfigurationError,
+    Elicitation,
+    ElicitationAccept,
+    ElicitationCancel,
+    ElicitationDecline,
+    ElicitationRequiredError,
+    ToolContext,
     Tools,
     run_to_completion,
 )
-from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from req_managed_agents.testing import ClaudeEmulator, ToolCall, Turn, call
 
 pytest.importorskip("botocore")
 
@@ -231,4 +238,133 @@ def test_the_emulator_refuses_what_bedrock_sessions_do_not_take(
                 "role_arn": ROLE,
                 "execution_identity": {"type": "aws_role", "role_arn": ROLE},
             },
+        )
+
+
+# --- elicitations -------------------------------------------------------------------------
+
+SIGN_IN = "https://bedrock-agentcore.us-west-2.amazonaws.com/identities/oauth2/authorize?x=1"
+ASKING = [
+    Turn(
+        text="Searching the repos.",
+        server_tool_calls=[
+            ToolCall(
+                "search_repos",
+                {"q": "emulator"},
+                result="3 repositories",
+                mcp_server="github",
+                elicitation_url=SIGN_IN,
+            )
+        ],
+    ),
+    Turn(text=lambda inputs: f"Found: {inputs[0]}"),
+]
+
+
+class SignsIn(Tools):
+    """Answers each elicitation, recording what it was shown."""
+
+    def __init__(self, answer: Any) -> None:
+        super().__init__()
+        self.answer = answer
+        self.shown: list[Elicitation] = []
+
+    def handle_elicitation(self, elicitation: Elicitation, context: ToolContext) -> Any:
+        self.shown.append(elicitation)
+        return self.answer
+
+
+def test_an_elicitation_is_answered_by_the_handlers_hook(emulator: ClaudeEmulator) -> None:
+    handler = SignsIn(ElicitationAccept())
+    with emulator.provider(timeout=5) as provider:
+        result = run_to_completion(
+            provider,
+            "Find repos.",
+            handler=handler,
+            agent_id=emulator.add_agent(ASKING),
+            environment_id=SANDBOX,
+            timeout=20,
+        )
+    (shown,) = handler.shown
+    assert (shown.server_name, shown.url) == ("github", SIGN_IN)
+    assert shown.id.startswith("sevt_")
+    assert shown.message
+    assert result.text == "Found: accepted"
+    assert result.session_id is not None
+    log = emulator.events(result.session_id)
+    (answer,) = [e for e in log if e["type"] == "user.mcp_elicitation_response"]
+    assert answer["mcp_elicitation_id"] == shown.id
+    assert answer["response"] == {"type": "accept"}
+    (tool_result,) = [e for e in log if e["type"] == "agent.mcp_tool_result"]
+    assert tool_result["is_error"] is False
+
+
+@pytest.mark.parametrize("answer", [ElicitationDecline(), ElicitationCancel(), "yes please"])
+def test_a_declined_cancelled_or_wrongly_answered_elicitation_fails_the_call(
+    emulator: ClaudeEmulator, answer: Any
+) -> None:
+    handler = SignsIn(answer)
+    with emulator.provider(timeout=5) as provider:
+        result = run_to_completion(
+            provider,
+            "Find repos.",
+            handler=handler,
+            agent_id=emulator.add_agent(ASKING),
+            environment_id=SANDBOX,
+            timeout=20,
+        )
+    expected = "declined" if isinstance(answer, ElicitationDecline) else "cancelled"
+    assert result.text == f"Found: {expected}"
+    assert result.session_id is not None
+    (tool_result,) = [
+        e for e in emulator.events(result.session_id) if e["type"] == "agent.mcp_tool_result"
+    ]
+    assert tool_result["is_error"] is True
+
+
+def test_without_a_hook_the_elicitation_is_raised_with_its_link_and_the_session_resumes(
+    emulator: ClaudeEmulator,
+) -> None:
+    tools, _ = arithmetic()
+    agent_id = emulator.add_agent(ASKING)
+    with emulator.provider(timeout=5) as provider:
+        with pytest.raises(ElicitationRequiredError) as caught:
+            run_to_completion(
+                provider,
+                "Find repos.",
+                handler=tools,
+                agent_id=agent_id,
+                environment_id=SANDBOX,
+                timeout=20,
+            )
+        error = caught.value
+        assert error.url == SIGN_IN
+        assert SIGN_IN in str(error)
+        assert error.session_id is not None
+        posted = [r for r in emulator.requests if r.method == "POST" and "events" in r.path]
+        assert len(posted) == 1, "only the prompt: nothing was answered"
+        resumed = run_to_completion(
+            provider,
+            None,
+            handler=tools,
+            session_id=error.session_id,
+            elicit="accept",
+            timeout=20,
+        )
+    assert resumed.text == "Found: accepted"
+
+
+def test_an_unknown_elicit_policy_is_refused(emulator: ClaudeEmulator) -> None:
+    tools, _ = arithmetic()
+    with (
+        emulator.provider(timeout=5) as provider,
+        pytest.raises(ConfigurationError, match="elicit"),
+    ):
+        run_to_completion(
+            provider,
+            "x",
+            handler=tools,
+            agent_id="agent_1",
+            environment_id=SANDBOX,
+            elicit="maybe",
         )
