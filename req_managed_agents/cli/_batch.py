@@ -76,7 +76,7 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
     except ConfigurationError as exc:
         raise CliError(str(exc), hint="rma batch --help describes the input") from None
     handler = load_handler(args.tools) if args.tools else Tools()
-    region = harness_region(args.harness_arn, args.region) if args.harness_arn else None
+    region = harness_region(args.harness_arn, args.region) if args.harness_arn else args.region
     shown = err if err is not None else (sys.stderr if sys.stderr.isatty() else None)
     with open_provider(args.provider, region) as provider:
         outcomes = run_batch(

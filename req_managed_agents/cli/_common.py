@@ -25,6 +25,7 @@ __all__ = [
     "EXIT_TIMEOUT",
     "EXIT_USAGE",
     "PROVIDERS",
+    "RUN_PROVIDERS",
     "CliError",
     "HelpFormatter",
     "Parser",
@@ -51,6 +52,8 @@ EXIT_INTERRUPTED = 130  # what shells report for a command stopped by Ctrl-C (12
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 PROVIDERS = ("claude", "agentcore")
+# rma run and rma batch also drive Claude on Amazon Bedrock.
+RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock")
 
 EXIT_STATUS_HELP = """\
 exit status:
@@ -215,11 +218,16 @@ def existing_store(path: Path) -> Any:
 
 
 def open_provider(kind: str, region: str | None = None) -> Any:
-    """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain)."""
+    """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain,
+    ``AWS_BEARER_TOKEN_BEDROCK``)."""
     if kind == "agentcore":
         from req_managed_agents.providers import BedrockAgentCore
 
         return BedrockAgentCore(region)
+    if kind == "claude-bedrock":
+        from req_managed_agents.providers import ClaudeManagedAgentsBedrock
+
+        return ClaudeManagedAgentsBedrock(region)
     from req_managed_agents.providers import ClaudeManagedAgents
 
     return ClaudeManagedAgents()

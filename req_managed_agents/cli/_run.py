@@ -21,7 +21,7 @@ from req_managed_agents.cli._common import (
     EXIT_OK,
     EXIT_STATUS_HELP,
     EXIT_TIMEOUT,
-    PROVIDERS,
+    RUN_PROVIDERS,
     CliError,
     harness_region,
     open_provider,
@@ -47,12 +47,14 @@ _CLAUDE_FLAGS = (
     "agent_version",
 )
 _AGENTCORE_FLAGS = ("harness_arn", "region")
+_BEDROCK_FLAGS = ("working_directory", "execution_role_arn")
 
 EPILOG = f"""\
 examples:
   rma run --agent-id agent_01 --environment-id env_01 "What is the weather in Paris?"
   rma run --tools mytools:tools --agent-id agent_01 --environment-id env_01 --prompt "..."
   rma run --provider agentcore --harness-arn arn:aws:bedrock-agentcore:...:harness/h-1 "Hi"
+  rma run --provider claude-bedrock --agent-id agent_01 --environment-id SANDBOX_ARN "Hi"
   rma run --session-id sesn_01 "And tomorrow?"        # a follow-up in the same session
   echo "Hi" | rma run --agent-id agent_01 --environment-id env_01 --json -
 
@@ -99,7 +101,7 @@ def add_command(commands: Any) -> None:
 def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that say where a run goes and with which tools (``rma run``, ``rma batch``)."""
     parser.add_argument(
-        "--provider", choices=PROVIDERS, default="claude", help="which service runs the agent"
+        "--provider", choices=RUN_PROVIDERS, default="claude", help="which service runs the agent"
     )
     parser.add_argument(
         "--tools",
@@ -136,6 +138,16 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a metadata pair of the new session (repeatable)",
     )
+    bedrock = parser.add_argument_group(
+        "Claude on Amazon Bedrock (--provider claude-bedrock; the Claude flags but --vault-id, "
+        "--environment-id being a sandbox ARN, and --region)"
+    )
+    bedrock.add_argument(
+        "--working-directory", metavar="PATH", help="where the built-in tools start (absolute)"
+    )
+    bedrock.add_argument(
+        "--execution-role-arn", metavar="ARN", help="the IAM role the new session runs as"
+    )
     agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
     agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
     agentcore.add_argument(
@@ -152,7 +164,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     connect = connect_options(args)
     prompt = _prompt(args)
     handler = load_handler(args.tools) if args.tools else Tools()
-    region = harness_region(args.harness_arn, args.region) if args.harness_arn else None
+    region = harness_region(args.harness_arn, args.region) if args.harness_arn else args.region
     from req_managed_agents.drivers._session import Session
 
     result: SessionResult | None = None
@@ -197,11 +209,27 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
             _check_runtime_session_id(args.session_id)
             connect["runtime_session_id"] = args.session_id
         return connect
-    refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
+    bedrock = args.provider == "claude-bedrock"
+    if bedrock:
+        refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
+        refuse(
+            args,
+            ("vault_id",),
+            "does not apply on Amazon Bedrock (its sessions have no vaults)",
+            "drop it",
+        )
+    else:
+        refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
+        refuse(
+            args,
+            _BEDROCK_FLAGS,
+            "needs --provider claude-bedrock",
+            "add --provider claude-bedrock, or drop it",
+        )
     if args.session_id:
         refuse(
             args,
-            _CLAUDE_FLAGS,
+            (*_CLAUDE_FLAGS, *_BEDROCK_FLAGS),
             "does not apply with --session-id: the session keeps its agent and environment",
             "drop it, or drop --session-id to start a new session",
         )
@@ -223,6 +251,10 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
         connect["vault_ids"] = list(args.vault_id)
     if args.session_metadata:
         connect["session_metadata"] = _metadata(args.session_metadata)
+    if bedrock and args.working_directory is not None:
+        connect["working_directory"] = args.working_directory
+    if bedrock and args.execution_role_arn is not None:
+        connect["execution_identity"] = {"type": "aws_role", "role_arn": args.execution_role_arn}
     return connect
 
 
@@ -329,11 +361,11 @@ def _timed_out(args: argparse.Namespace, exc: SessionTimeoutError) -> CliError:
     session = exc.session_id
     if session is None:
         return CliError(str(exc), hint="raise --timeout", code=EXIT_TIMEOUT)
-    where = (
-        f"--provider agentcore --harness-arn {args.harness_arn} "
-        if args.provider == "agentcore"
-        else ""
-    )
+    where = ""
+    if args.provider == "agentcore":
+        where = f"--provider agentcore --harness-arn {args.harness_arn} "
+    elif args.provider == "claude-bedrock":
+        where = "--provider claude-bedrock "
     return CliError(
         f"{exc}; the session goes on",
         hint=f"rma run {where}--session-id {session} waits for it (raise --timeout next time)",

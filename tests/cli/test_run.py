@@ -27,7 +27,7 @@ from req_managed_agents.model._stream import (
 )
 from req_managed_agents.model._vocabulary import ToolResult, ToolUse, TurnResult
 from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, Turn, call
-from tests.support.cli import fails, one_error_line
+from tests.support.cli import fails, one_error_line, rma
 from tests.support.sdk import without_create_token
 
 WEATHER = [
@@ -461,3 +461,92 @@ def test_help_epilog_documents_the_tools_flag(capsys: pytest.CaptureFixture[str]
     text = capsys.readouterr().out
     assert "--tools MODULE:ATTRIBUTE names a Tools registry" in text
     assert "124  --timeout passed" in text
+
+
+# --- Claude on Amazon Bedrock ---------------------------------------------------------------
+
+
+@pytest.fixture
+def bedrock_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """The Claude emulator's Bedrock flavor, which the AWS environment points at."""
+    pytest.importorskip("botocore")
+    script = [Turn(text="Hello from Bedrock.")]
+    with ClaudeEmulator(script, flavor="bedrock", region="us-west-2") as emulator:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": emulator.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": emulator.secret_access_key,
+            "AWS_REGION": "us-west-2",
+            "ANTHROPIC_BEDROCK_BASE_URL": emulator.base_url,
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            monkeypatch.setenv(name, value)
+        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"):
+            monkeypatch.delenv(name, raising=False)
+        yield emulator
+
+
+SANDBOX = "arn:aws:bedrock-agentcore:us-west-2:123456789012:sandbox/cli-0123456789"
+
+
+def test_rma_run_drives_claude_on_bedrock_with_its_session_options(
+    bedrock_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result = rma(
+        capsys,
+        "run",
+        "--provider",
+        "claude-bedrock",
+        "--agent-id",
+        bedrock_env.add_agent(),
+        "--environment-id",
+        SANDBOX,
+        "--working-directory",
+        "/srv/app",
+        "--execution-role-arn",
+        "arn:aws:iam::123456789012:role/Runner",
+        "--json",
+        "Hi",
+    )
+    assert code == 0
+    assert result["text"] == "Hello from Bedrock."
+    (create,) = [r for r in bedrock_env.requests if r.method == "POST" and r.path == "/v1/sessions"]
+    assert create.body["working_directory"] == "/srv/app"
+    assert create.body["execution_identity"]["role_arn"].endswith(":role/Runner")
+    assert all("/us-west-2/bedrock/" in r.headers["authorization"] for r in bedrock_env.requests)
+
+
+def test_rma_run_refuses_flags_of_other_providers(
+    bedrock_env: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = fails(
+        capsys,
+        2,
+        "run",
+        "--provider",
+        "claude-bedrock",
+        "--agent-id",
+        "a",
+        "--environment-id",
+        SANDBOX,
+        "--vault-id",
+        "vlt_1",
+        "Hi",
+    )
+    assert "--vault-id" in line
+    line = fails(
+        capsys,
+        2,
+        "run",
+        "--agent-id",
+        "a",
+        "--environment-id",
+        "env",
+        "--working-directory",
+        "/x",
+        "Hi",
+    )
+    assert "--working-directory" in line
+    assert "claude-bedrock" in line
+    assert bedrock_env.requests == []
