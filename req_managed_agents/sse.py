@@ -116,6 +116,13 @@ def _build_events(
     return events
 
 
+def _past_blank_lines(chunk: bytes, start: int) -> int:
+    """The offset of the first byte at or after ``start`` that is not an LF."""
+    while chunk[start : start + 1] == b"\n":
+        start += 1
+    return start
+
+
 class SSEDecoder:
     """Turn the chunks of one event stream into events; no I/O, any chunk boundaries.
 
@@ -250,11 +257,11 @@ class SSEDecoder:
         # Offsets into the chunk; the pending bytes, which hold no blank line, come before it.
         start = -self._pending_size
         if self._pending_ends_line() and chunk[:1] == b"\n":
-            start = 1  # a blank line straddles the boundary: the pending bytes were an event
+            start = _past_blank_lines(chunk, 1)  # the pending bytes were an event
         while (end := chunk.find(b"\n\n", max(start, 0))) >= 0:
             if end + 1 - start > limit:
                 self._overflow(end + 1 - start)
-            start = end + 2
+            start = _past_blank_lines(chunk, end + 2)  # blank lines hold nothing
         if len(chunk) - start > limit:
             self._overflow(len(chunk) - start)
 

@@ -777,3 +777,14 @@ def test_tiny_chunks_are_cut_off_at_the_limit() -> None:
         assert feed(chunk) == []
     with pytest.raises(EventTooLargeError, match=f"{1 << 20} bytes"):
         feed(chunks[-1])
+
+
+@pytest.mark.parametrize("blank_lines", [1, 2, 5])
+def test_blank_lines_between_events_never_count_toward_the_limit(blank_lines: int) -> None:
+    second = b"data: " + b"y" * 33 + b"\n"
+    stream = b"data: x\n\n" + b"\n" * blank_lines + second + b"\n"
+    limit = len(second)  # exactly the second event: it fits, however the stream is chunked
+    for chunks in ([stream], split(stream, [9]), every_byte(stream)):
+        events, error = decode_until_too_large(chunks, limit)
+        assert error is None
+        assert [event.data for event in events] == ["x", "y" * 33]

@@ -1,11 +1,12 @@
 """Provisioning for Claude Managed Agents: an agent named by its content, in a
-content-addressed environment shared by every agent with the same environment spec."""
+content-addressed environment shared by every agent with the same environment spec; on
+Amazon Bedrock, an agent with its execution role, for a sandbox given by ARN."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from req_managed_agents.errors import ConflictError, ProvisioningError
+from req_managed_agents.errors import ConfigurationError, ConflictError, ProvisioningError
 from req_managed_agents.provisioner._environments import (
     EnvironmentHandle,
     ensure_environment,
@@ -24,6 +25,7 @@ __all__ = [
     "claude_agent_body",
     "find_claude_agent",
     "provision_claude",
+    "provision_claude_bedrock",
 ]
 
 # The environment an agent gets when none is given: a cloud sandbox with open networking.
@@ -73,6 +75,53 @@ def provision_claude(
         )
     )
     key = "provision:" + digest(["claude", client.base_url, name, env_handle.environment_id])
+    return _ensure_agent(client, store, key, name, body, agent_digest, env_handle.environment_id)
+
+
+def provision_claude_bedrock(
+    provider: Any,
+    spec: AgentSpec,
+    environment: Any,
+    store: Store,
+    execution_role_arn: str | None,
+) -> ClaudeAgentHandle:
+    """A Claude agent on Amazon Bedrock: named by its content as on Anthropic's API, with
+    the IAM role its sessions run as (``execution_identity``, required), for the sandbox
+    ``environment`` names by ARN (Bedrock has no environments to create)."""
+    from req_managed_agents.providers.claude.api._sessions import execution_identity_of
+
+    if not execution_role_arn or not execution_role_arn.strip():
+        raise ConfigurationError(
+            "provisioning a Claude agent on Amazon Bedrock needs execution_role_arn "
+            "(the IAM role its sessions run as)"
+        )
+    if not isinstance(environment, str) or not environment.startswith("arn:"):
+        raise ConfigurationError(
+            "provisioning on Amazon Bedrock needs environment= the ARN of a sandbox "
+            "(there are no environments to create there)"
+        )
+    try:
+        identity = execution_identity_of(execution_role_arn.strip())
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    client = claude_client(provider)
+    body = {**claude_agent_body(spec, None), "execution_identity": identity}
+    agent_digest = digest8(body)
+    name = compose_name(spec.name, agent_digest, CLAUDE_NAMES)
+    key = "provision:" + digest(["claude-bedrock", client.base_url, name, environment])
+    return _ensure_agent(client, store, key, name, body, agent_digest, environment)
+
+
+def _ensure_agent(
+    client: Any,
+    store: Store,
+    key: str,
+    name: str,
+    body: dict[str, Any],
+    agent_digest: str,
+    environment_id: str,
+) -> ClaudeAgentHandle:
+    """The stored agent, the listed one of ``name``, or a new one; remembered under ``key``."""
     # The cached path takes no lock (a lookup and one GET); the lock guards only the create.
     cached = _live_agent(client, store, store.get(key))
     if cached is not None:
@@ -95,7 +144,7 @@ def provision_claude(
         version = agent.get("version")
         handle = ClaudeAgentHandle(
             str(agent["id"]),
-            env_handle.environment_id,
+            environment_id,
             name,
             agent_digest,
             version=version if isinstance(version, int) and not isinstance(version, bool) else None,

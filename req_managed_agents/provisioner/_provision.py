@@ -35,6 +35,7 @@ from req_managed_agents.provisioner._claude import (
     DEFAULT_CLAUDE_ENVIRONMENT,
     claude_agent_body,
     provision_claude,
+    provision_claude_bedrock,
 )
 from req_managed_agents.provisioner._environments import EnvironmentHandle
 from req_managed_agents.provisioner._handles import (
@@ -66,7 +67,7 @@ def provision(
     provider: Any,
     spec: AgentSpec,
     *,
-    environment: EnvironmentSpec | EnvironmentHandle | None = None,
+    environment: EnvironmentSpec | EnvironmentHandle | str | None = None,
     store: Store | None = None,
     execution_role_arn: str | None = None,
     timeout: float = DEFAULT_HARNESS_TIMEOUT,
@@ -75,7 +76,9 @@ def provision(
     """The provider resources for ``spec``, reused when they exist, created when not.
 
     Claude returns a :class:`ClaudeAgentHandle`; pass it as ``agent=`` to the drivers.
-    AgentCore returns a :class:`HarnessHandle` (``harness=``) and needs
+    On Amazon Bedrock (``ClaudeManagedAgentsBedrock``) ``environment`` is a sandbox ARN and
+    ``execution_role_arn`` is required. AgentCore returns a :class:`HarnessHandle`
+    (``harness=``) and needs
     ``execution_role_arn``; ``timeout`` bounds the whole harness provision, which returns
     once the harness and its endpoint ``endpoint_name`` (which sessions started from the
     handle invoke) are both ``READY``.
@@ -83,6 +86,15 @@ def provision(
     if not isinstance(spec, AgentSpec):
         raise TypeError("provision needs an AgentSpec")
     store = store if store is not None else default_store()
+    from req_managed_agents.providers.claude import ClaudeManagedAgentsBedrock
+
+    if isinstance(provider, ClaudeManagedAgentsBedrock):
+        return provision_claude_bedrock(provider, spec, environment, store, execution_role_arn)
+    if isinstance(environment, str):
+        raise TypeError(
+            "environment= is a sandbox ARN only on Amazon Bedrock; give an EnvironmentSpec "
+            "or an environment handle"
+        )
     if is_agentcore(provider):
         return provision_harness(
             provider, spec, environment, store, execution_role_arn, timeout, endpoint_name

@@ -207,6 +207,8 @@ class Agents:
     def _create_agent(self, exchange: Exchange) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, _AGENT_FIELDS)
+        if self._state.bedrock and body.get("execution_identity") is None:
+            raise _invalid("execution_identity: Field required (a Bedrock agent runs as a role)")
         with self._state.condition:
             return copy.deepcopy(self.new_agent(body))
 

@@ -368,3 +368,56 @@ def test_an_unknown_elicit_policy_is_refused(emulator: ClaudeEmulator) -> None:
             environment_id=SANDBOX,
             elicit="maybe",
         )
+
+
+# --- provisioning -------------------------------------------------------------------------
+
+
+def test_an_agent_spec_provisions_a_bedrock_agent_once_and_runs(emulator: ClaudeEmulator) -> None:
+    from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision, teardown
+
+    tools, _ = arithmetic()
+    spec = AgentSpec(name="calc", system_prompt="Compute.", model="claude-sonnet-4-6", tools=tools)
+    store = MemoryStore()
+    with emulator.provider(timeout=5) as provider:
+        handle = provision(
+            provider, spec, environment=SANDBOX, store=store, execution_role_arn=ROLE
+        )
+        again = provision(
+            provider, spec, environment=SANDBOX, store=MemoryStore(), execution_role_arn=ROLE
+        )
+        assert again.agent_id == handle.agent_id, "found by its content-addressed name"
+        created = [r for r in emulator.requests if r.method == "POST" and r.path == "/v1/agents"]
+        assert len(created) == 1
+        assert created[0].body["execution_identity"] == {"type": "aws_role", "role_arn": ROLE}
+        assert handle.environment_id == SANDBOX
+        result = run_to_completion(provider, "Compute.", handler=tools, agent=handle, timeout=20)
+        assert result.text == "The total is 30."
+        teardown(provider, handle, store=store)
+        assert provider.client.get_agent(handle.agent_id)["archived_at"] is not None
+
+
+def test_bedrock_provisioning_needs_a_role_and_a_sandbox_arn(emulator: ClaudeEmulator) -> None:
+    from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec, MemoryStore, provision
+
+    spec = AgentSpec(name="calc", system_prompt="Compute.", model="claude-sonnet-4-6")
+    with emulator.provider(timeout=5) as provider:
+        with pytest.raises(ConfigurationError, match="execution_role_arn"):
+            provision(provider, spec, environment=SANDBOX, store=MemoryStore())
+        with pytest.raises(ConfigurationError, match="sandbox"):
+            provision(
+                provider,
+                spec,
+                environment=EnvironmentSpec({"type": "cloud"}),
+                store=MemoryStore(),
+                execution_role_arn=ROLE,
+            )
+        with pytest.raises(ConfigurationError, match="role"):
+            provision(
+                provider,
+                spec,
+                environment=SANDBOX,
+                store=MemoryStore(),
+                execution_role_arn="not-a-role",
+            )
+    assert emulator.requests == []
