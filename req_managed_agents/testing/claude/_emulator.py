@@ -170,7 +170,11 @@ class ClaudeEmulator(LoopbackEmulator):
         """Create an agent that plays ``script`` (default: the emulator's); return its id."""
         with self._state.condition:
             try:
-                agent = self._agents.new_agent({"name": name, "model": model})
+                body: dict[str, Any] = {"name": name, "model": model}
+                if self.flavor == "bedrock":  # a Bedrock agent always runs as a role
+                    role = "arn:aws:iam::123456789012:role/EmulatorAgent"
+                    body["execution_identity"] = {"type": "aws_role", "role_arn": role}
+                agent = self._agents.new_agent(body)
             except _APIError as error:
                 raise ValueError(error.message) from None
             if script is not None:

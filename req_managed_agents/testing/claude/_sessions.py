@@ -316,6 +316,8 @@ class Sessions:
             ]
             if order == "desc":
                 records.reverse()
+            if self._state.bedrock:  # every session here is the caller's own
+                records = [{**record, "created_by_me": True} for record in records]
             return self._state.page(
                 request,
                 records,
