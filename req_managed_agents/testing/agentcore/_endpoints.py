@@ -114,8 +114,8 @@ class EndpointRoutes:
             harness = self._live_harness(harness_id)
             name = body["endpointName"]
             token = body.get("clientToken")
-            if token and token in self._state.endpoint_tokens:
-                return 201, {"endpoint": harness.endpoints[name].view()}
+            if token in self._state.endpoint_tokens and name in harness.endpoints:
+                return 201, {"endpoint": harness.endpoints[name].view()}  # a retried create
             if harness.status != "READY":
                 raise _AwsError(409, "ConflictException", f"Harness {harness_id} is not READY")
             if find_endpoint(self._state, harness, name) is not None:

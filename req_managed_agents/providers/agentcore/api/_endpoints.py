@@ -44,14 +44,10 @@ class EndpointsAPI(ClientCore):
         """``CreateHarnessEndpoint``; returns the ``endpoint`` (usually ``CREATING``).
         ``target_version`` pins a harness version (default: the latest). A ``clientToken``
         makes a retried create harmless."""
-        body: dict[str, Any] = {
+        body = {
             "endpointName": check_endpoint_name(endpoint_name),
-            "clientToken": client_token(),
+            **_changes(target_version, description),
         }
-        if target_version is not None:
-            body["targetVersion"] = str(target_version)
-        if description is not None:
-            body["description"] = description
         path = f"/harnesses/{segment(harness_id)}/endpoints"
         created = self._control_json("POST", path, body=body, deadline=deadline)
         return _endpoint(created, "CreateHarnessEndpoint")
@@ -78,11 +74,7 @@ class EndpointsAPI(ClientCore):
     ) -> dict[str, Any]:
         """``UpdateHarnessEndpoint``: move it to ``target_version`` or change its
         ``description``; returns the ``endpoint``, usually ``UPDATING``."""
-        body: dict[str, Any] = {"clientToken": client_token()}
-        if target_version is not None:
-            body["targetVersion"] = str(target_version)
-        if description is not None:
-            body["description"] = description
+        body = _changes(target_version, description)
         path = self._endpoint_path(harness_id, endpoint_name)
         updated = self._control_json("PATCH", path, body=body, deadline=deadline)
         return _endpoint(updated, "UpdateHarnessEndpoint")
@@ -99,6 +91,17 @@ class EndpointsAPI(ClientCore):
     def _endpoint_path(self, harness_id: str, endpoint_name: str) -> str:
         name = check_endpoint_name(endpoint_name)
         return f"/harnesses/{segment(harness_id)}/endpoints/{name}"
+
+
+def _changes(target_version: str | None, description: str | None) -> dict[str, Any]:
+    """The members a create or update sets, with a fresh ``clientToken`` (a retry of the
+    same request is then harmless)."""
+    body: dict[str, Any] = {"clientToken": client_token()}
+    if target_version is not None:
+        body["targetVersion"] = str(target_version)
+    if description is not None:
+        body["description"] = description
+    return body
 
 
 def _endpoint(body: dict[str, Any], operation: str) -> dict[str, Any]:
