@@ -123,3 +123,26 @@ def without_create_token(body: Any) -> Any:
     if metadata:
         return {**body, "metadata": metadata}
     return {k: v for k, v in body.items() if k != "metadata"}
+
+
+class StrictAnthropicBedrock(anthropic.AnthropicBedrock):
+    """The SDK's Bedrock client (its own SigV4 signing), checking each answer strictly."""
+
+    def _process_response_data(self, *, data: Any, cast_to: Any, response: Any) -> Any:
+        result = super()._process_response_data(data=data, cast_to=cast_to, response=response)
+        if cast_to is not object and data is not None:
+            check_strictly(cast_to, data, f"{response.request.method} {response.request.url}")
+        return result
+
+
+def strict_bedrock_client(emulator: ClaudeEmulator) -> StrictAnthropicBedrock:
+    """The SDK's Bedrock client aimed at a ``flavor="bedrock"`` emulator, signing with its keys."""
+    return StrictAnthropicBedrock(
+        aws_access_key=emulator.access_key_id,
+        aws_secret_key=emulator.secret_access_key,
+        aws_region=emulator.region,
+        base_url=emulator.base_url,
+        max_retries=0,
+        timeout=10,
+        _strict_response_validation=True,
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude import _bedrock
 from req_managed_agents.testing.claude._config import (
     resolved_identity,
     resolved_model,
@@ -181,20 +182,28 @@ class Agents:
         the one the body makes (what ``self`` in a roster names)."""
         if "name" in body:
             agent["name"] = _required_name(body)
+        bedrock = self._state.bedrock
         if "model" in body:
             if body["model"] is None:
                 raise _invalid("model: cannot be cleared")
+            if bedrock:
+                _bedrock.check_model(body["model"])
             agent["model"] = resolved_model(body["model"], previous.get("model"))
         for key in ("system", "description"):
             if key in body:
                 agent[key] = _optional_string(body, key)
         if "tools" in body or "mcp_servers" in body:
             agent["tools"], agent["mcp_servers"] = resolved_tools(
-                body.get("tools", agent["tools"]), body.get("mcp_servers", agent["mcp_servers"])
+                body.get("tools", agent["tools"]),
+                body.get("mcp_servers", agent["mcp_servers"]),
+                bedrock=bedrock,
             )
         if "skills" in body:
-            agent["skills"] = resolved_skills(body["skills"])
+            skills = _bedrock.resolved_skills if bedrock else resolved_skills
+            agent["skills"] = skills(body["skills"])
         if "multiagent" in body:
+            if bedrock:
+                _bedrock.check_multiagent(body["multiagent"])
             own = (agent["id"], version)
             agent["multiagent"] = resolved_multiagent(
                 body["multiagent"], own, self.agent_at, previous.get("multiagent")

@@ -4,6 +4,10 @@ A built-in toolset gets its ``default_config`` and one resolved entry in ``confi
 built-in tool; an MCP toolset its own defaults (``always_ask``); a custom tool is checked
 (a name the API does not reserve, an object input schema). Both lists are checked against
 each other: every MCP server is used by a toolset, and every toolset names a declared server.
+
+On Bedrock (``bedrock=True``) the MCP servers are AgentCore Gateways (``gateway_arn``), the
+built-in toolset has no ``web_fetch``/``web_search``, and a memory toolset
+(``memory_toolset_20261030``) gives the agent its memory tools.
 """
 
 from __future__ import annotations
@@ -19,6 +23,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 BUILTIN_TOOLS = ("bash", "edit", "read", "write", "glob", "grep", "web_fetch", "web_search")
+_BEDROCK_BUILTIN_TOOLS = BUILTIN_TOOLS[:6]  # no web tools on Bedrock
+MEMORY_TOOLS = (
+    "memory_list",
+    "memory_read",
+    "memory_search",
+    "memory_write",
+    "memory_str_replace",
+    "memory_append",
+    "memory_delete",
+)
 _TOOL_EXTRAS = {
     "web_fetch": frozenset(
         {"allowed_domains", "blocked_domains", "max_content_tokens", "url_sources"}
@@ -29,6 +43,7 @@ _POLICIES = ("always_allow", "always_ask", "auto")
 _CUSTOM_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _MAX_TOOLS = 256
 _MAX_MCP_SERVERS = 20
+_GATEWAY_ARN = re.compile(r"arn:aws[a-z-]*:bedrock-agentcore:[a-z0-9-]+:\d{12}:gateway/\S+")
 
 
 def _policy(value: Any, where: str, default: str) -> dict[str, str]:
@@ -88,7 +103,10 @@ def _tool_config(
     return resolved
 
 
-def _builtin_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _toolset(
+    spec: Mapping[str, Any], where: str, kind: str, names: tuple[str, ...]
+) -> dict[str, Any]:
+    """A toolset of named tools: every one of ``names`` gets a resolved config."""
     _object(spec, where, {"type", "default_config", "configs"})
     defaults = _default_config(
         spec.get("default_config"), f"{where}.default_config", "always_allow"
@@ -97,8 +115,8 @@ def _builtin_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
     for index, entry in enumerate(_list(spec.get("configs"), f"{where}.configs")):
         at = f"{where}.configs[{index}]"
         name = entry.get("name") if isinstance(entry, dict) else None
-        if name not in BUILTIN_TOOLS:
-            raise _invalid(f"{at}.name: Input should be one of {', '.join(BUILTIN_TOOLS)}")
+        if name not in names:
+            raise _invalid(f"{at}.name: Input should be one of {', '.join(names)}")
         _object(
             entry, at, {"name", "type", "enabled", "permission_policy", *_TOOL_EXTRAS.get(name, ())}
         )
@@ -108,10 +126,22 @@ def _builtin_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise _invalid(f"{at}.name: {name!r} is configured twice")
         given[name] = entry
     configs = []
-    for name in BUILTIN_TOOLS:
+    for name in names:
         config = _tool_config(given.get(name, {}), f"{where}.configs", defaults, name)
         configs.append({"name": name, "type": name, **config})
-    return {"type": "agent_toolset_20260401", "default_config": defaults, "configs": configs}
+    return {"type": kind, "default_config": defaults, "configs": configs}
+
+
+def _builtin_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+    return _toolset(spec, where, "agent_toolset_20260401", BUILTIN_TOOLS)
+
+
+def _bedrock_builtin_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+    return _toolset(spec, where, "agent_toolset_20260401", _BEDROCK_BUILTIN_TOOLS)
+
+
+def _memory_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
+    return _toolset(spec, where, "memory_toolset_20261030", MEMORY_TOOLS)
 
 
 def _mcp_toolset(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -155,26 +185,35 @@ def _custom_tool(spec: Mapping[str, Any], where: str) -> dict[str, Any]:
     }
 
 
-def resolved_tools(tools: Any, mcp_servers: Any, where: str = "") -> tuple[list[Any], list[Any]]:
+def resolved_tools(
+    tools: Any, mcp_servers: Any, where: str = "", *, bedrock: bool = False
+) -> tuple[list[Any], list[Any]]:
     """An agent's ``tools`` and ``mcp_servers``, checked against each other and resolved."""
+    # A server's kind and the field that locates it: a URL, or on Bedrock a gateway's ARN.
+    server_type, locator = ("aws_agentcore_gateway", "gateway_arn") if bedrock else ("url", "url")
     servers: list[dict[str, str]] = []
     for index, entry in enumerate(_list(mcp_servers, f"{where}mcp_servers")):
         at = f"{where}mcp_servers[{index}]"
-        _object(entry, at, {"type", "name", "url"})
-        if entry.get("type") != "url":
-            raise _invalid(f"{at}.type: Input should be 'url'")
+        _object(entry, at, {"type", "name", locator})
+        if entry.get("type") != server_type:
+            raise _invalid(f"{at}.type: Input should be {server_type!r}")
         name = _string(entry.get("name"), f"{at}.name")
         if len(name) > 255 or any(s["name"] == name for s in servers):
             raise _invalid(f"{at}.name: names are unique and at most 255 characters")
-        servers.append({"type": "url", "name": name, "url": _string(entry.get("url"), f"{at}.url")})
+        location = _string(entry.get(locator), f"{at}.{locator}")
+        if bedrock and not _GATEWAY_ARN.fullmatch(location):
+            raise _invalid(f"{at}.gateway_arn: must be the ARN of an AgentCore gateway")
+        servers.append({"type": server_type, "name": name, locator: location})
     if len(servers) > _MAX_MCP_SERVERS:
         raise _invalid(f"{where}mcp_servers: at most {_MAX_MCP_SERVERS} servers")
     resolved: list[dict[str, Any]] = []
     builders = {
-        "agent_toolset_20260401": _builtin_toolset,
+        "agent_toolset_20260401": _bedrock_builtin_toolset if bedrock else _builtin_toolset,
         "mcp_toolset": _mcp_toolset,
         "custom": _custom_tool,
     }
+    if bedrock:
+        builders["memory_toolset_20261030"] = _memory_toolset
     entries = _list(tools, f"{where}tools")
     if len(entries) > _MAX_TOOLS:
         raise _invalid(f"{where}tools: at most {_MAX_TOOLS} tools")

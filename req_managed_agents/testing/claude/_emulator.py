@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._script import as_script
 from req_managed_agents.testing.claude._agents import Agents
 from req_managed_agents.testing.claude._api import ClaudeAPI
+from req_managed_agents.testing.claude._bedrock import bedrock_routes
 from req_managed_agents.testing.claude._environments import Environments
 from req_managed_agents.testing.claude._events import Events
 from req_managed_agents.testing.claude._files import Files
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from typing import Literal
 
     from req_managed_agents.providers.claude import ClaudeManagedAgents
+
+
+_MODEL = "claude-sonnet-4-6"
 
 
 class ClaudeEmulator(LoopbackEmulator):
@@ -120,23 +124,25 @@ class ClaudeEmulator(LoopbackEmulator):
             files=files,
             events=events,
         )
-        api = ClaudeAPI(
-            self.api_key,
-            [
-                *agents.routes(),
+        routes = [
+            *agents.routes(),
+            *sessions.routes(),
+            *events.routes(),
+            *stream.routes(),
+            *Threads(state, stream).routes(),
+            *memory.routes(),
+            *Memories(state, memory, api_key=self.api_key).routes(),
+        ]
+        if state.bedrock:  # no environments, vaults, files or session resources there
+            routes = bedrock_routes(routes)
+        else:
+            routes += [
                 *environments.routes(),
-                *sessions.routes(),
-                *events.routes(),
-                *stream.routes(),
                 *resources.routes(),
-                *Threads(state, stream).routes(),
                 *vaults.routes(),
-                *memory.routes(),
-                *Memories(state, memory, api_key=self.api_key).routes(),
                 *files.routes(),
-            ],
-            sigv4=sigv4,
-        )
+            ]
+        api = ClaudeAPI(self.api_key, routes, sigv4=sigv4)
         super().__init__(LoopbackServer(lifecycle, api))
 
     # --- set-up and faults for tests ------------------------------------------------------
@@ -165,9 +171,12 @@ class ClaudeEmulator(LoopbackEmulator):
         script: Sequence[Turn | str] | None = None,
         name: str = "agent",
         *,
-        model: str = "claude-sonnet-4-6",
+        model: str | None = None,
     ) -> str:
-        """Create an agent that plays ``script`` (default: the emulator's); return its id."""
+        """Create an agent that plays ``script`` (default: the emulator's); return its id.
+        ``model`` defaults to Claude Sonnet 4.6 (on Bedrock its US inference profile)."""
+        if model is None:
+            model = "us.anthropic.claude-sonnet-4-6" if self.flavor == "bedrock" else _MODEL
         with self._state.condition:
             try:
                 body: dict[str, Any] = {"name": name, "model": model}

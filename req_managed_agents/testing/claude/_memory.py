@@ -4,7 +4,7 @@ A memory store (``/v1/memory_stores``) is created with a ``name``, read, updated
 as a patch), listed (archived ones on request, by ``created_at[gte|lte]``), archived and
 deleted, with its memories and their versions (``_memories``). These routes take the beta
 ``agent-memory-2026-07-22`` or ``managed-agents-2026-04-01``; an archived store is read-only
-(redactions included).
+(redactions included). On Bedrock a store has a ``backend``, ``{"type": "managed"}``.
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ class MemoryStores:
 
     def _create_memory_store(self, exchange: Exchange) -> dict[str, Any]:
         body = _json_object(exchange.request)
-        _reject_unknown(body, frozenset({"name", "description", "metadata"}))
+        fields = {"name", "description", "metadata"}
+        _reject_unknown(body, frozenset(fields | {"backend"} if self._state.bedrock else fields))
+        backend = body.get("backend") or {"type": "managed"}  # Bedrock's one kind of store
+        if backend != {"type": "managed"}:
+            raise _invalid("backend: Input should be {'type': 'managed'}")
         now = utc_timestamp()
         store = {
             "id": _new_id("memstore"),
@@ -74,6 +78,8 @@ class MemoryStores:
             "updated_at": now,
             "archived_at": None,
         }
+        if self._state.bedrock:
+            store["backend"] = backend
         with self._state.condition:
             self._state.memory_stores[store["id"]] = store
             self._state.memories[store["id"]] = {}

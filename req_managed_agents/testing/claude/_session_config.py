@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude import _bedrock
 from req_managed_agents.testing.claude._config import resolved_model, resolved_skills
 from req_managed_agents.testing.claude._config_tools import resolved_tools
 from req_managed_agents.testing.claude._wire import _invalid, _optional_string, _reject_unknown
@@ -61,9 +62,13 @@ def _agent_reference(reference: Any) -> tuple[str, int | None, dict[str, Any]]:
     return agent_id, version, {k: v for k, v in reference.items() if k in overrides}
 
 
-def _overridden(snapshot: dict[str, Any], overrides: Mapping[str, Any]) -> None:
+def _overridden(
+    snapshot: dict[str, Any], overrides: Mapping[str, Any], *, bedrock: bool = False
+) -> None:
     """Apply ``agent_with_overrides`` fields to a session's snapshot of its agent."""
     if "model" in overrides:
+        if bedrock:
+            _bedrock.check_model(overrides["model"])
         model = resolved_model(overrides["model"])
         model.pop("effort", None)  # a model override replaces it all; effort is not taken
         snapshot["model"] = model
@@ -74,9 +79,13 @@ def _overridden(snapshot: dict[str, Any], overrides: Mapping[str, Any]) -> None:
             overrides.get("tools", snapshot["tools"]),
             overrides.get("mcp_servers", snapshot["mcp_servers"]),
             "agent.",
+            bedrock=bedrock,
         )
     if "skills" in overrides:
-        snapshot["skills"] = resolved_skills(overrides["skills"], "agent.skills")
+        if bedrock:
+            snapshot["skills"] = _bedrock.resolved_skills(overrides["skills"])
+        else:
+            snapshot["skills"] = resolved_skills(overrides["skills"], "agent.skills")
 
 
 def _update_budget(session: _Session, value: Any, changes: dict[str, Any]) -> None:

@@ -17,9 +17,9 @@ the session runs.
 from __future__ import annotations
 
 import copy
-import re
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude import _bedrock
 from req_managed_agents.testing.claude._config_tools import resolved_tools
 from req_managed_agents.testing.claude._inputs import check_event
 from req_managed_agents.testing.claude._model import _Session
@@ -78,10 +78,6 @@ _BEDROCK_SESSION_FIELDS = (_SESSION_FIELDS - {"vault_ids"}) | {
     "execution_identity",
     "role_arn",
 }
-# A sandbox ARN: up to 2048 printable ASCII characters, no space and no '#'.
-_SANDBOX_ARN = re.compile(r"arn:[!-\"$-~]{1,2044}")
-_IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/\S+")
-_DEFAULT_WORKING_DIRECTORY = "/workspace"  # the emulator's choice; the API names its own
 _UPDATE_FIELDS = frozenset({"agent", "budget", "metadata", "title", "vault_ids"})
 _STATUSES = ("rescheduling", "running", "idle", "terminated")
 _INITIAL_EVENTS = ("user.message", "user.define_outcome")
@@ -161,7 +157,6 @@ class Sessions:
         environment_id = body.get("environment_id")
         if not isinstance(environment_id, str):
             raise _invalid("environment_id: Field required")
-        bedrock_fields = _bedrock_fields(body) if bedrock else {}
         resources = body.get("resources") or []
         if not isinstance(resources, list):
             raise _invalid("resources: Input should be a valid list")
@@ -171,6 +166,7 @@ class Sessions:
             agent = self._agents.agent_at(agent_id, version)
             if self._agents.agent(agent_id)["archived_at"]:
                 raise _invalid(f"agent {agent_id!r} is archived")
+            bedrock_fields = _bedrock.session_fields(body, agent) if bedrock else {}
             if bedrock:  # a sandbox the emulator does not keep: a cloud one
                 environment: dict[str, Any] = {"config": {"type": "cloud"}}
             else:
@@ -178,7 +174,7 @@ class Sessions:
                 if environment["archived_at"]:
                     raise _invalid(f"environment {environment_id!r} is archived")
             snapshot = self._agents.snapshot(agent)
-            _overridden(snapshot, overrides)
+            _overridden(snapshot, overrides, bedrock=bedrock)
             # All checked before anything is made, so a bad entry leaves no stray copies.
             attached: list[tuple[str, Any]] = []
             for index, spec in enumerate(resources):
@@ -266,6 +262,7 @@ class Sessions:
                     agent.get("tools", snapshot["tools"]),
                     agent.get("mcp_servers", snapshot["mcp_servers"]),
                     "agent.",
+                    bedrock=self._state.bedrock,
                 )
                 if snapshot != record["agent"]:
                     record["agent"].update(snapshot)  # the primary thread shares it
@@ -316,8 +313,6 @@ class Sessions:
             ]
             if order == "desc":
                 records.reverse()
-            if self._state.bedrock:  # every session here is the caller's own
-                records = [{**record, "created_by_me": True} for record in records]
             return self._state.page(
                 request,
                 records,
@@ -346,29 +341,3 @@ class Sessions:
             self._log.append(session, {"type": "session.deleted"})
             self._files.delete_session_files(session)
         return {"id": session_id, "type": "session_deleted"}
-
-
-def _bedrock_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """A Bedrock session's own fields, checked: the sandbox ARN, the working directory and
-    the execution identity (from ``role_arn``, its older name, too; not both)."""
-    if not _SANDBOX_ARN.fullmatch(body["environment_id"]):
-        raise _invalid("environment_id: must be the ARN of a sandbox")
-    directory = body.get("working_directory")
-    if directory is None:
-        directory = _DEFAULT_WORKING_DIRECTORY
-    elif not isinstance(directory, str) or not directory.startswith("/"):
-        raise _invalid("working_directory: must be an absolute path")
-    identity = body.get("execution_identity")
-    if identity is not None and body.get("role_arn") is not None:
-        raise _invalid("execution_identity and role_arn: give one of them, not both")
-    if body.get("role_arn") is not None:
-        identity = {"type": "aws_role", "role_arn": body["role_arn"]}
-    if identity is not None and (
-        not isinstance(identity, dict)
-        or set(identity) != {"type", "role_arn"}
-        or identity["type"] != "aws_role"
-        or not isinstance(identity["role_arn"], str)
-        or not _IAM_ROLE.fullmatch(identity["role_arn"])
-    ):
-        raise _invalid("execution_identity: {type: 'aws_role', role_arn: <IAM role ARN>}")
-    return {"working_directory": directory, "execution_identity": identity}

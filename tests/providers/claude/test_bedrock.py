@@ -377,7 +377,7 @@ def test_an_agent_spec_provisions_a_bedrock_agent_once_and_runs(emulator: Claude
     from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision, teardown
 
     tools, _ = arithmetic()
-    spec = AgentSpec(name="calc", system_prompt="Compute.", model="claude-sonnet-4-6", tools=tools)
+    spec = AgentSpec(name="calc", system_prompt="Compute.", model="us.anthropic.claude-sonnet-4-6", tools=tools)
     store = MemoryStore()
     with emulator.provider(timeout=5) as provider:
         handle = provision(
@@ -400,7 +400,7 @@ def test_an_agent_spec_provisions_a_bedrock_agent_once_and_runs(emulator: Claude
 def test_bedrock_provisioning_needs_a_role_and_a_sandbox_arn(emulator: ClaudeEmulator) -> None:
     from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec, MemoryStore, provision
 
-    spec = AgentSpec(name="calc", system_prompt="Compute.", model="claude-sonnet-4-6")
+    spec = AgentSpec(name="calc", system_prompt="Compute.", model="us.anthropic.claude-sonnet-4-6")
     with emulator.provider(timeout=5) as provider:
         with pytest.raises(ConfigurationError, match="execution_role_arn"):
             provision(provider, spec, environment=SANDBOX, store=MemoryStore())

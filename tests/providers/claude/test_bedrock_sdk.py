@@ -1,7 +1,7 @@
 """The official SDK's Bedrock client (``AnthropicBedrock``, strict response validation,
 its own SigV4 signing) against the Claude emulator's Bedrock flavor: the calls a
-provisioned run makes answer what the SDK's Bedrock models accept. (The remaining Bedrock
-methods - agent versions, threads, memory stores - are not checked here yet.)"""
+provisioned run makes answer what the SDK's Bedrock models accept. (All 34 Bedrock methods
+are driven in ``tests/testing/test_bedrock_sdk_fidelity.py``.)"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_the_sdk_signs_and_validates_agents_and_sessions_strictly() -> None:
         )
         identity = {"type": "aws_role", "role_arn": ROLE}
         created = sdk.beta.agents.create(
-            name="sdk_agent", model="claude-sonnet-4-6", execution_identity=identity
+            name="sdk_agent", model="us.anthropic.claude-sonnet-4-6", execution_identity=identity
         )
         assert created.execution_identity is not None
         assert sdk.beta.agents.retrieve(emulator.add_agent()).execution_identity is not None

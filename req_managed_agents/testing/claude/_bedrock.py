@@ -1,0 +1,260 @@
+"""What the Claude emulator's ``bedrock`` flavor does differently: Claude Managed Agents on
+Amazon Bedrock, as the ``anthropic`` SDK's Bedrock models describe it.
+
+The protocol and the state are Claude's; the differences are in here. On the way in:
+models are inference profile IDs with a geography prefix (``us.anthropic.…``), skills live in
+the sandbox or in S3, a multiagent roster is a ``coordinator`` of agents, and a session names
+a sandbox ARN, a working directory and the role it runs as. On the way out
+(:func:`bedrock_routes`): agents, sessions and memory stores name who created them (the one
+caller the emulator knows, :data:`CALLER`) and their ``resource_arn``; lists answer the
+Bedrock list items; and snapshots of an agent name no execution identity.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.claude._config import _list, _object, _string
+from req_managed_agents.testing.claude._wire import _invalid
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from req_managed_agents.testing.server import Route
+
+# The IAM role every request is signed as: the emulator has one caller.
+CALLER = {
+    "type": "role_actor",
+    "arn": "arn:aws:iam::123456789012:role/EmulatorCaller",
+    "role_id": "AROAEMULATORCALLER0001",
+}
+# An inference profile ID: a geography prefix, then the model (``us.anthropic.claude-…``).
+_PROFILE_ID = re.compile(r"[a-z][a-z-]{0,15}\.anthropic\.[a-z0-9][a-z0-9.:-]*")
+_IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/\S+")
+_PRINTABLE = re.compile(r"[!-~]+")  # printable ASCII, no space
+_DEFAULT_WORKING_DIRECTORY = "/mnt/workspace"
+
+
+# --- requests ------------------------------------------------------------------------------
+
+
+def check_model(model: Any) -> None:
+    """Refuse what Bedrock refuses: a Claude model name, an ID with no geography prefix, an
+    inference profile ARN, and the options only the Claude API has."""
+    spec = {"id": model} if isinstance(model, str) else model
+    spec = _object(spec, "model", {"id", "effort"})
+    model_id = _string(spec.get("id"), "model.id")
+    if not _PROFILE_ID.fullmatch(model_id):
+        raise _invalid(
+            f"model: {model_id!r} is not an inference profile ID with a geography prefix"
+            " (such as 'us.anthropic.claude-sonnet-4-6')"
+        )
+
+
+def resolved_skills(skills: Any) -> list[dict[str, str]]:
+    """Skills as Bedrock has them: a folder in the sandbox, or a prefix in S3 it mounts."""
+    fields = {"sandbox_path": ("path",), "s3_mount": ("s3_uri", "mount_path", "region")}
+    resolved = []
+    for index, entry in enumerate(_list(skills, "skills")):
+        at = f"skills[{index}]"
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if kind not in fields:
+            raise _invalid(f"{at}.type: Input should be 'sandbox_path' or 's3_mount'")
+        _object(entry, at, {"type", *fields[kind]})
+        skill = {"type": kind}
+        for key in fields[kind]:
+            skill[key] = _string(entry.get(key), f"{at}.{key}")
+        if kind == "s3_mount" and not skill["s3_uri"].startswith("s3://"):
+            raise _invalid(f"{at}.s3_uri: must be an s3:// URI")
+        resolved.append(skill)
+    return resolved
+
+
+def check_multiagent(value: Any) -> None:
+    """Bedrock's only roster is a ``coordinator`` of agents (no advisor)."""
+    if value is None:
+        return
+    if not isinstance(value, dict) or value.get("type") != "coordinator":
+        raise _invalid("multiagent.type: Input should be 'coordinator'")
+    for index, entry in enumerate(_list(value.get("agents"), "multiagent.agents")):
+        if isinstance(entry, dict) and entry.get("type") not in ("agent", "self"):
+            raise _invalid(f"multiagent.agents[{index}].type: Input should be 'agent' or 'self'")
+
+
+def session_fields(body: Mapping[str, Any], agent: Mapping[str, Any]) -> dict[str, Any]:
+    """A Bedrock session's own fields, checked: the sandbox ARN, the working directory and
+    the role it runs as (``role_arn`` is the older name of ``execution_identity``; not both;
+    neither: the agent's role)."""
+    arn = body["environment_id"]
+    if not arn.startswith("arn:") or len(arn) > 2048 or not _PRINTABLE.fullmatch(arn) or "#" in arn:
+        raise _invalid("environment_id: must be the ARN of a sandbox")
+    directory = body.get("working_directory") or _DEFAULT_WORKING_DIRECTORY
+    if (
+        not isinstance(directory, str)
+        or not directory.startswith("/")
+        or len(directory) > 1024
+        or not _PRINTABLE.fullmatch(directory)
+        or ".." in directory.split("/")
+    ):
+        raise _invalid("working_directory: an absolute path of printable ASCII, no '..'")
+    identity = body.get("execution_identity")
+    if identity is not None and body.get("role_arn") is not None:
+        raise _invalid("execution_identity and role_arn: give one of them, not both")
+    if body.get("role_arn") is not None:
+        identity = {"type": "aws_role", "role_arn": body["role_arn"]}
+    if identity is None:
+        identity = agent["execution_identity"]
+        if identity.get("type") != "aws_role":
+            raise _invalid("execution_identity: the agent has no role; name one")
+    if (
+        not isinstance(identity, dict)
+        or set(identity) != {"type", "role_arn"}
+        or identity["type"] != "aws_role"
+        or not isinstance(identity["role_arn"], str)
+        or not _IAM_ROLE.fullmatch(identity["role_arn"])
+    ):
+        raise _invalid("execution_identity: {type: 'aws_role', role_arn: <IAM role ARN>}")
+    return {"working_directory": directory, "execution_identity": dict(identity)}
+
+
+# --- answers -------------------------------------------------------------------------------
+
+
+def _owned(record: dict[str, Any]) -> dict[str, Any]:
+    """An agent, session or store with its creator and ARN (null: the emulator names none)."""
+    record["created_by"] = copy.deepcopy(CALLER)
+    record["resource_arn"] = None
+    return record
+
+
+def _agent(agent: dict[str, Any]) -> dict[str, Any]:
+    return _owned(agent)
+
+
+def _agent_item(agent: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "archived_at", "created_at", "name", "type", "updated_at", "version")
+    item = {key: agent[key] for key in keys}
+    return {**item, "model": {"id": agent["model"]["id"]}, "resource_arn": None}
+
+
+def _snapshot(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent as a session or thread shows it: no execution identity, its roster's too."""
+    agent.pop("execution_identity", None)
+    multiagent = agent.get("multiagent")
+    if multiagent is not None:
+        for member in multiagent["agents"]:
+            member.pop("execution_identity", None)
+    return agent
+
+
+def _memory_resource(session: dict[str, Any], resource: dict[str, Any]) -> dict[str, Any]:
+    """A mounted memory store: Bedrock gives it an id and times and mounts it itself."""
+    digest = hashlib.sha256(f"{session['id']}/{resource['memory_store_id']}".encode())
+    resource.pop("mount_path", None)
+    resource["id"] = f"sesrsc_{digest.hexdigest()[:24]}"
+    resource.setdefault("created_at", session["created_at"])
+    resource.setdefault("updated_at", session["created_at"])
+    return resource
+
+
+def _session(session: dict[str, Any]) -> dict[str, Any]:
+    _snapshot(session["agent"])
+    session["resources"] = [_memory_resource(session, r) for r in session["resources"]]
+    return _owned(session)
+
+
+def _session_item(session: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "archived_at", "created_at", "status", "title", "type", "updated_at")
+    item = {key: session[key] for key in keys}
+    resources = [_memory_resource(session, copy.deepcopy(r)) for r in session["resources"]]
+    usage = session["usage"]
+    return {
+        **item,
+        "agent": {"id": session["agent"]["id"], "version": session["agent"]["version"]},
+        "created_by_me": True,
+        "resource_arn": None,
+        "resources": [
+            {"id": r["id"], "memory_store_id": r["memory_store_id"], "type": r["type"]}
+            for r in resources
+        ],
+        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]},
+    }
+
+
+def _thread(thread: dict[str, Any]) -> dict[str, Any]:
+    thread.pop("workflow_run_id", None)
+    _snapshot(thread["agent"])
+    return thread
+
+
+def _memory_store(store: dict[str, Any]) -> dict[str, Any]:
+    store.setdefault("backend", {"type": "managed"})
+    return _owned(store)
+
+
+def _memory_store_item(store: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "archived_at", "created_at", "name", "type", "updated_at")
+    return {**{key: store[key] for key in keys}, "created_by_me": True, "resource_arn": None}
+
+
+def _memory_version(version: dict[str, Any]) -> dict[str, Any]:
+    """A version written or redacted over REST is the caller's doing."""
+    for key in ("created_by", "redacted_by"):
+        if isinstance(version.get(key), dict) and version[key]["type"] == "api_actor":
+            version[key] = copy.deepcopy(CALLER)
+    return version
+
+
+def _each(shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Any], Any]:
+    def shaped(page: dict[str, Any]) -> dict[str, Any]:
+        return {**page, "data": [shape(item) for item in page["data"]]}
+
+    return shaped
+
+
+# How each route's answer is shaped, by the name of the route's handler.
+_SHAPES: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("_create_agent", "_get_agent", "_update_agent", "_archive_agent"), _agent),
+    "_list_agents": _each(_agent_item),
+    "_list_agent_versions": _each(_agent_item),
+    **dict.fromkeys(
+        ("_create_session", "_get_session", "_update_session", "_archive_session"), _session
+    ),
+    "_list_sessions": _each(_session_item),
+    **dict.fromkeys(("_get_thread", "_archive_thread"), _thread),
+    "_list_threads": _each(_thread),
+    **dict.fromkeys(
+        (
+            "_create_memory_store",
+            "_get_memory_store",
+            "_update_memory_store",
+            "_archive_memory_store",
+        ),
+        _memory_store,
+    ),
+    "_list_memory_stores": _each(_memory_store_item),
+    **dict.fromkeys(("_get_memory_version", "_redact_memory_version"), _memory_version),
+    "_list_memory_versions": _each(_memory_version),
+}
+
+
+def _shaped(route: Callable[..., Any], shape: Callable[[Any], Any]) -> Callable[..., Any]:
+    @functools.wraps(route)
+    def answer(*args: Any) -> Any:
+        payload = route(*args)
+        return None if payload is None else shape(payload)
+
+    return answer
+
+
+def bedrock_routes(routes: list[Route]) -> list[Route]:
+    """The routes with every answer in the Bedrock shape."""
+    served: list[Route] = []
+    for method, path, route in routes:
+        shape = _SHAPES.get(getattr(route, "__name__", ""))
+        served.append((method, path, route if shape is None else _shaped(route, shape)))
+    return served

@@ -1,0 +1,214 @@
+"""The Claude emulator's Bedrock flavor driven by the SDK's ``AnthropicBedrock`` client.
+
+Every call goes through :class:`tests.support.sdk.StrictAnthropicBedrock`, which signs
+with SigV4 itself and fails on any answer, page or streamed event that does not fit the
+SDK's Bedrock models exactly. Between them the tests call each of the 34 Bedrock methods
+(:data:`BEDROCK_METHODS`), and the last test checks that none was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+anthropic = pytest.importorskip("anthropic", reason="the anthropic SDK is a test extra")
+pytest.importorskip("botocore", reason="AnthropicBedrock signs with botocore")
+
+from req_managed_agents.testing import ClaudeEmulator, Turn, call  # noqa: E402
+from tests.support.sdk import StrictAnthropicBedrock, strict_bedrock_client  # noqa: E402
+
+SANDBOX = "arn:aws:bedrock-agentcore:us-west-2:123456789012:sandbox/dev-0123456789"
+ROLE = "arn:aws:iam::123456789012:role/AgentRole"
+IDENTITY = {"type": "aws_role", "role_arn": ROLE}
+MODEL = "us.anthropic.claude-sonnet-4-6"
+WEATHER = {
+    "type": "custom",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+CALLED: set[str] = set()
+
+
+class Recorder:
+    """A view of an SDK resource that records each method called through it."""
+
+    def __init__(self, resource: Any, path: str) -> None:
+        self._resource = resource
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._resource, name)
+        path = f"{self._path}.{name}"
+        if callable(value):
+
+            def recorded(*args: Any, **kwargs: Any) -> Any:
+                CALLED.add(path)
+                return value(*args, **kwargs)
+
+            return recorded
+        return Recorder(value, path)
+
+
+@pytest.fixture
+def emulator() -> Iterator[ClaudeEmulator]:
+    turns = [Turn(text="hello"), Turn(tool_calls=[call("get_weather", city="Oslo")])]
+    with ClaudeEmulator(turns, flavor="bedrock", region="us-west-2", ping_interval=0.2) as served:
+        yield served
+
+
+@pytest.fixture
+def beta(emulator: ClaudeEmulator) -> Iterator[Any]:
+    client: StrictAnthropicBedrock = strict_bedrock_client(emulator)
+    yield Recorder(client.beta, "beta")
+    client.close()
+
+
+def new_agent(beta: Any, **fields: Any) -> Any:
+    return beta.agents.create(name="sdk_agent", model=MODEL, execution_identity=IDENTITY, **fields)
+
+
+def test_agents_and_their_versions(beta: Any) -> None:
+    agent = new_agent(beta, tools=[WEATHER], metadata={"team": "a"})
+    assert agent.execution_identity.role_arn == ROLE
+    assert agent.version == 1
+    updated = beta.agents.update(agent.id, version=1, system="Be brief.")
+    assert (updated.version, updated.system) == (2, "Be brief.")
+    assert beta.agents.retrieve(agent.id, version=1).system is None
+    assert [v.version for v in beta.agents.versions.list(agent.id)] == [2, 1]
+    assert [a.id for a in beta.agents.list()] == [agent.id]
+    archived = beta.agents.archive(agent.id)
+    assert archived.archived_at is not None
+
+
+def test_sessions_create_update_list_archive_delete(beta: Any) -> None:
+    agent = new_agent(beta)
+    session = beta.sessions.create(
+        agent=agent.id, environment_id=SANDBOX, working_directory="/srv/app", title="t"
+    )
+    assert (session.working_directory, session.environment_id) == ("/srv/app", SANDBOX)
+    assert session.execution_identity.role_arn == ROLE
+    renamed = beta.sessions.update(session.id, title="renamed", metadata={"k": "v"})
+    assert (renamed.title, renamed.metadata) == ("renamed", {"k": "v"})
+    assert beta.sessions.retrieve(session.id).title == "renamed"
+    (listed,) = list(beta.sessions.list())
+    assert (listed.id, listed.created_by_me) == (session.id, True)
+    assert beta.sessions.archive(session.id).archived_at is not None
+    assert beta.sessions.delete(session.id).type == "session_deleted"
+
+
+def test_events_send_list_and_stream(beta: Any, emulator: ClaudeEmulator) -> None:
+    agent = new_agent(beta, tools=[WEATHER])
+    session = beta.sessions.create(agent=agent.id, environment_id=SANDBOX)
+    message = {"type": "user.message", "content": [{"type": "text", "text": "hi"}]}
+    kinds = []
+    with beta.sessions.events.stream(session.id) as stream:
+        sent = beta.sessions.events.send(session.id, events=[message])
+        assert [e.type for e in sent.data] == ["user.message"]
+        for event in stream:
+            kinds.append(event.type)
+            if event.type == "session.status_idle":
+                break
+    assert "agent.message" in kinds
+    listed = [e.type for e in beta.sessions.events.list(session.id)]
+    assert listed[0] == "user.message"
+    assert "agent.message" in listed
+    beta.sessions.events.send(session.id, events=[message])
+    assert emulator.wait_until(
+        lambda: any(e["type"] == "agent.custom_tool_use" for e in emulator.events(session.id))
+    )
+    (use,) = [e for e in emulator.events(session.id) if e["type"] == "agent.custom_tool_use"]
+    result = {
+        "type": "user.custom_tool_result",
+        "custom_tool_use_id": use["id"],
+        "content": [{"type": "text", "text": "sunny"}],
+    }
+    assert beta.sessions.events.send(session.id, events=[result]).data[0].type == (
+        "user.custom_tool_result"
+    )
+
+
+def test_threads_and_their_events(beta: Any, emulator: ClaudeEmulator) -> None:
+    worker = new_agent(beta)
+    lead = beta.agents.create(
+        name="lead",
+        model=MODEL,
+        execution_identity=IDENTITY,
+        multiagent={"type": "coordinator", "agents": [{"type": "agent", "id": worker.id}]},
+    )
+    session = beta.sessions.create(agent=lead.id, environment_id=SANDBOX)
+    threads = list(beta.sessions.threads.list(session.id))
+    assert threads, "a coordinator session has its primary thread"
+    thread = beta.sessions.threads.retrieve(threads[0].id, session_id=session.id)
+    assert thread.session_id == session.id
+    assert list(beta.sessions.threads.events.list(thread.id, session_id=session.id)) == []
+    message = {"type": "user.message", "content": [{"type": "text", "text": "hi"}]}
+    with beta.sessions.threads.events.stream(thread.id, session_id=session.id) as stream:
+        beta.sessions.events.send(session.id, events=[message])
+        for event in stream:
+            if event.type == "session.status_idle":
+                break
+    if len(threads) > 1:
+        assert beta.sessions.threads.archive(threads[1].id, session_id=session.id).archived_at
+    else:
+        with pytest.raises(anthropic.BadRequestError):
+            beta.sessions.threads.archive(thread.id, session_id=session.id)
+
+
+def test_memory_stores_memories_and_versions(beta: Any) -> None:
+    store = beta.memory_stores.create(name="notes", backend={"type": "managed"})
+    assert store.backend.type == "managed"
+    memories = beta.memory_stores.memories
+    todo = memories.create(store.id, path="/todo.md", content="buy milk")
+    assert memories.retrieve(todo.id, memory_store_id=store.id).content == "buy milk"
+    moved = memories.update(todo.id, memory_store_id=store.id, path="/done.md")
+    assert moved.path == "/done.md"
+    assert [m.path for m in memories.list(store.id)] == ["/done.md"]
+    versions = beta.memory_stores.memory_versions
+    history = list(versions.list(store.id, memory_id=todo.id))
+    assert [v.operation for v in history] == ["modified", "created"]
+    assert history[0].created_by.type == "role_actor"
+    assert versions.retrieve(history[1].id, memory_store_id=store.id).content == "buy milk"
+    assert versions.redact(history[1].id, memory_store_id=store.id).redacted_at is not None
+    assert memories.delete(todo.id, memory_store_id=store.id).type == "memory_deleted"
+    assert beta.memory_stores.retrieve(store.id).name == "notes"
+    assert beta.memory_stores.update(store.id, description="d").description == "d"
+    (listed,) = list(beta.memory_stores.list())
+    assert listed.created_by_me is True
+    assert beta.memory_stores.archive(store.id).archived_at is not None
+    assert beta.memory_stores.delete(store.id).type == "memory_store_deleted"
+
+
+BEDROCK_METHODS = {
+    "beta.agents." + name for name in ("create", "retrieve", "update", "list", "archive")
+} | {"beta.agents.versions.list"}
+BEDROCK_METHODS |= {
+    "beta.sessions." + name
+    for name in ("create", "retrieve", "update", "list", "archive", "delete")
+}
+BEDROCK_METHODS |= {"beta.sessions.events." + name for name in ("send", "list", "stream")}
+BEDROCK_METHODS |= {"beta.sessions.threads." + name for name in ("retrieve", "list", "archive")}
+BEDROCK_METHODS |= {"beta.sessions.threads.events." + name for name in ("list", "stream")}
+BEDROCK_METHODS |= {
+    "beta.memory_stores." + name
+    for name in ("create", "retrieve", "update", "list", "archive", "delete")
+}
+BEDROCK_METHODS |= {
+    "beta.memory_stores.memories." + name
+    for name in ("create", "retrieve", "update", "list", "delete")
+}
+BEDROCK_METHODS |= {
+    "beta.memory_stores.memory_versions." + name for name in ("list", "retrieve", "redact")
+}
+
+
+def test_every_bedrock_method_was_driven() -> None:
+    """Runs last in this module: the tests above called each of the SDK's 34 methods."""
+    assert len(BEDROCK_METHODS) == 34
+    missing = BEDROCK_METHODS - CALLED
+    if missing and len(CALLED) < 10:
+        pytest.skip("run with the whole module to check coverage")
+    assert not missing, sorted(missing)
