@@ -377,7 +377,9 @@ def test_an_agent_spec_provisions_a_bedrock_agent_once_and_runs(emulator: Claude
     from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision, teardown
 
     tools, _ = arithmetic()
-    spec = AgentSpec(name="calc", system_prompt="Compute.", model="us.anthropic.claude-sonnet-4-6", tools=tools)
+    spec = AgentSpec(
+        name="calc", system_prompt="Compute.", model="us.anthropic.claude-sonnet-4-6", tools=tools
+    )
     store = MemoryStore()
     with emulator.provider(timeout=5) as provider:
         handle = provision(
