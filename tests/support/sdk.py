@@ -52,14 +52,20 @@ def check_strictly(cast_to: Any, data: Any, what: str) -> Any:
     return value
 
 
-class StrictAnthropic(anthropic.Anthropic):
-    """The SDK's client, checking each answer (and each streamed event) strictly."""
+class _StrictAnswers:
+    """Mixed into an SDK client: each answer (and each streamed event) checked strictly."""
 
     def _process_response_data(self, *, data: Any, cast_to: Any, response: Any) -> Any:
-        result = super()._process_response_data(data=data, cast_to=cast_to, response=response)
+        result = super()._process_response_data(  # the SDK client's, next in the MRO
+            data=data, cast_to=cast_to, response=response
+        )
         if cast_to is not object and data is not None:
             check_strictly(cast_to, data, f"{response.request.method} {response.request.url}")
         return result
+
+
+class StrictAnthropic(_StrictAnswers, anthropic.Anthropic):
+    """The SDK's client, checking each answer (and each streamed event) strictly."""
 
 
 def strict_client(emulator: ClaudeEmulator) -> StrictAnthropic:
@@ -125,14 +131,8 @@ def without_create_token(body: Any) -> Any:
     return {k: v for k, v in body.items() if k != "metadata"}
 
 
-class StrictAnthropicBedrock(anthropic.AnthropicBedrock):
+class StrictAnthropicBedrock(_StrictAnswers, anthropic.AnthropicBedrock):
     """The SDK's Bedrock client (its own SigV4 signing), checking each answer strictly."""
-
-    def _process_response_data(self, *, data: Any, cast_to: Any, response: Any) -> Any:
-        result = super()._process_response_data(data=data, cast_to=cast_to, response=response)
-        if cast_to is not object and data is not None:
-            check_strictly(cast_to, data, f"{response.request.method} {response.request.url}")
-        return result
 
 
 def strict_bedrock_client(emulator: ClaudeEmulator) -> StrictAnthropicBedrock:

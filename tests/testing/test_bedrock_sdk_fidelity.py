@@ -8,6 +8,7 @@ SDK's Bedrock models exactly. Between them the tests call each of the 34 Bedrock
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,6 +181,62 @@ def test_memory_stores_memories_and_versions(beta: Any) -> None:
     assert listed.created_by_me is True
     assert beta.memory_stores.archive(store.id).archived_at is not None
     assert beta.memory_stores.delete(store.id).type == "memory_store_deleted"
+
+
+GATEWAY = "arn:aws:bedrock-agentcore:us-west-2:123456789012:gateway/tools-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"model": "claude-sonnet-4-6"}, "model"),
+        ({"model": "anthropic.claude-sonnet-4-6"}, "model"),
+        ({"model": "arn:aws:bedrock:us-west-2:123456789012:inference-profile/x"}, "model"),
+        ({"model": {"id": MODEL, "speed": "fast"}}, "speed"),
+        (
+            {"tools": [{"type": "agent_toolset_20260401", "configs": [{"name": "web_fetch"}]}]},
+            "configs[0].name",
+        ),
+        (
+            {
+                "tools": [{"type": "mcp_toolset", "mcp_server_name": "docs"}],
+                "mcp_servers": [{"type": "url", "name": "docs", "url": "https://x.test/mcp"}],
+            },
+            "mcp_servers[0]",
+        ),
+        ({"skills": [{"type": "anthropic", "skill_id": "xlsx"}]}, "skills[0].type"),
+        ({"multiagent": {"type": "multiagent_20261001"}}, "multiagent.type"),
+    ],
+)
+def test_what_bedrock_refuses_is_a_400(beta: Any, fields: dict[str, Any], named: str) -> None:
+    body = {"name": "refused", "model": MODEL, "execution_identity": IDENTITY, **fields}
+    with pytest.raises(anthropic.BadRequestError, match=re.escape(named)):
+        beta.agents.create(**body)
+
+
+def test_what_bedrock_takes_instead(beta: Any) -> None:
+    agent = new_agent(
+        beta,
+        tools=[
+            {"type": "agent_toolset_20260401"},
+            {"type": "memory_toolset_20261030"},
+            {"type": "mcp_toolset", "mcp_server_name": "tools"},
+        ],
+        mcp_servers=[{"type": "aws_agentcore_gateway", "name": "tools", "gateway_arn": GATEWAY}],
+        skills=[{"type": "sandbox_path", "path": "/opt/skills/report"}],
+    )
+    toolset = agent.tools[0]
+    assert "web_fetch" not in [c.name for c in toolset.configs]
+    assert agent.mcp_servers[0].gateway_arn == GATEWAY
+    session = beta.sessions.create(agent=agent.id, environment_id=SANDBOX)
+    assert session.working_directory == "/mnt/workspace"
+    assert session.execution_identity.role_arn == ROLE  # the agent's role by default
+    with pytest.raises(anthropic.BadRequestError, match="memory_store"):
+        beta.sessions.create(
+            agent=agent.id,
+            environment_id=SANDBOX,
+            resources=[{"type": "github_repository", "url": "https://github.com/a/b"}],
+        )
 
 
 BEDROCK_METHODS = {

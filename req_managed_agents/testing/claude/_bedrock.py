@@ -37,6 +37,7 @@ _PROFILE_ID = re.compile(r"[a-z][a-z-]{0,15}\.anthropic\.[a-z0-9][a-z0-9.:-]*")
 _IAM_ROLE = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/\S+")
 _PRINTABLE = re.compile(r"[!-~]+")  # printable ASCII, no space
 _DEFAULT_WORKING_DIRECTORY = "/mnt/workspace"
+DEFAULT_MODEL = "us.anthropic.claude-sonnet-4-6"  # the emulator's agents' model by default
 
 
 # --- requests ------------------------------------------------------------------------------
@@ -131,10 +132,6 @@ def _owned(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _agent(agent: dict[str, Any]) -> dict[str, Any]:
-    return _owned(agent)
-
-
 def _agent_item(agent: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "archived_at", "created_at", "name", "type", "updated_at", "version")
     item = {key: agent[key] for key in keys}
@@ -218,7 +215,7 @@ def _each(shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Any], 
 
 # How each route's answer is shaped, by the name of the route's handler.
 _SHAPES: dict[str, Callable[[Any], Any]] = {
-    **dict.fromkeys(("_create_agent", "_get_agent", "_update_agent", "_archive_agent"), _agent),
+    **dict.fromkeys(("_create_agent", "_get_agent", "_update_agent", "_archive_agent"), _owned),
     "_list_agents": _each(_agent_item),
     "_list_agent_versions": _each(_agent_item),
     **dict.fromkeys(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._script import as_script
 from req_managed_agents.testing.claude._agents import Agents
 from req_managed_agents.testing.claude._api import ClaudeAPI
+from req_managed_agents.testing.claude._bedrock import DEFAULT_MODEL as BEDROCK_MODEL
 from req_managed_agents.testing.claude._bedrock import bedrock_routes
 from req_managed_agents.testing.claude._environments import Environments
 from req_managed_agents.testing.claude._events import Events
@@ -176,7 +177,7 @@ class ClaudeEmulator(LoopbackEmulator):
         """Create an agent that plays ``script`` (default: the emulator's); return its id.
         ``model`` defaults to Claude Sonnet 4.6 (on Bedrock its US inference profile)."""
         if model is None:
-            model = "us.anthropic.claude-sonnet-4-6" if self.flavor == "bedrock" else _MODEL
+            model = BEDROCK_MODEL if self.flavor == "bedrock" else _MODEL
         with self._state.condition:
             try:
                 body: dict[str, Any] = {"name": name, "model": model}

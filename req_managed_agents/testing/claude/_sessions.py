@@ -180,6 +180,8 @@ class Sessions:
             for index, spec in enumerate(resources):
                 where = f"resources[{index}]."
                 kind = spec.get("type") if isinstance(spec, dict) else None
+                if bedrock and kind != "memory_store":  # files and repos are Claude API's
+                    raise _invalid(f"{where}type: Input should be 'memory_store'")
                 if kind == "github_repository":
                     attached.append(("repository", _repository(spec, where)))
                 elif kind == "memory_store":
