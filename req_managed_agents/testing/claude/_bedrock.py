@@ -122,6 +122,111 @@ def session_fields(body: Mapping[str, Any], agent: Mapping[str, Any]) -> dict[st
     return {"working_directory": directory, "execution_identity": dict(identity)}
 
 
+# A path under /mnt/ of letters, digits, ``.``, ``_``, ``-`` and ``/``.
+_MOUNT_PATH = re.compile(r"/mnt(/[A-Za-z0-9._-]{1,255})+")
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d")
+_S3_FOLDER = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)+/?")
+_S3_OBJECT = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^/]+)+")
+# type -> (required fields, optional fields) of a sandbox resource.
+_SANDBOX_RESOURCES = {
+    "s3_mount": (("s3_uri", "mount_path", "region", "mount_as"), ("is_output",)),
+    "s3_object": (("s3_uri", "mount_path", "region"), ()),
+    "sandbox_path": (("path",), ("is_output",)),
+}
+SANDBOX_RESOURCE_TYPES = frozenset(_SANDBOX_RESOURCES)
+
+
+def _mount_path(value: Any, where: str, *, folder: bool) -> str:
+    path = _string(value, where)
+    segments = path.split("/")[2:]
+    if not _MOUNT_PATH.fullmatch(path) or len(path) > 1024 or {".", ".."} & set(segments):
+        raise _invalid(f"{where}: a path under /mnt/ of letters, digits, '.', '_', '-' and '/'")
+    if path == _DEFAULT_WORKING_DIRECTORY or (
+        folder and path.startswith(_DEFAULT_WORKING_DIRECTORY + "/")
+    ):
+        raise _invalid(f"{where}: {path!r} is the session's working area")
+    return path
+
+
+def sandbox_resource(
+    spec: Mapping[str, Any], where: str, tools: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An S3 folder or object, or a path the sandbox already holds, checked as Bedrock does;
+    ``{session_id}`` in an ``s3_uri`` is filled in when the session is made."""
+    kind = spec["type"]
+    required, optional = _SANDBOX_RESOURCES[kind]
+    _object(spec, where.rstrip("."), {"type", "description", "instructions", *required, *optional})
+    resource: dict[str, Any] = {"type": kind}
+    for key, limit in (("description", 1024), ("instructions", 4096)):
+        text = spec.get(key)
+        if text is not None and (not isinstance(text, str) or len(text) > limit):
+            raise _invalid(f"{where}{key}: a string of at most {limit} characters")
+        resource[key] = text
+    if kind == "sandbox_path":
+        path = _string(spec.get("path"), f"{where}path")
+        if (
+            not path.startswith("/")
+            or len(path) > 1024
+            or not _PRINTABLE.fullmatch(path)
+            or ".." in path.split("/")
+            or "{" in path
+        ):
+            raise _invalid(f"{where}path: an absolute path of printable ASCII, no '..'")
+        resource["path"] = path
+    else:
+        uri = _string(spec.get("s3_uri"), f"{where}s3_uri")
+        pattern = _S3_FOLDER if kind == "s3_mount" else _S3_OBJECT
+        if not pattern.fullmatch(uri) or len(uri) > 1024:
+            shape = "s3://bucket/folder/" if kind == "s3_mount" else "s3://bucket/name"
+            raise _invalid(f"{where}s3_uri: must look like {shape}")
+        resource["s3_uri"] = uri.rstrip("/") + "/" if kind == "s3_mount" else uri
+        resource["mount_path"] = _mount_path(
+            spec.get("mount_path"), f"{where}mount_path", folder=kind == "s3_mount"
+        )
+        region = _string(spec.get("region"), f"{where}region")
+        if not _REGION.fullmatch(region):
+            raise _invalid(f"{where}region: not an AWS region name")
+        resource["region"] = region
+    if kind == "s3_mount":
+        if spec.get("mount_as") not in ("read_write", "read_only"):
+            raise _invalid(f"{where}mount_as: Input should be 'read_write' or 'read_only'")
+        resource["mount_as"] = spec["mount_as"]
+    if "is_output" in optional:
+        resource["is_output"] = bool(spec.get("is_output") or False)
+        if resource["is_output"] and resource.get("mount_as") == "read_only":
+            raise _invalid(f"{where}is_output: needs mount_as 'read_write'")
+    if not _reads(tools):
+        raise _invalid(f"{where}type: a {kind} resource needs the agent's 'read' tool enabled")
+    return resource
+
+
+def check_resource_counts(resources: list[Any]) -> None:
+    """At most 8 memory stores and 20 resources of the other kinds."""
+    stores = sum(isinstance(r, dict) and r.get("type") == "memory_store" for r in resources)
+    if stores > 8 or len(resources) - stores > 20:
+        raise _invalid("resources: at most 8 memory_store entries and 20 others")
+
+
+def placed(resource: dict[str, Any], session: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A checked sandbox resource as the session holds it: an id, times, the session's id."""
+    placed = dict(resource)
+    if "s3_uri" in placed:
+        placed["s3_uri"] = placed["s3_uri"].replace("{session_id}", session["id"])
+    digest = hashlib.sha256(f"{session['id']}/{index}".encode()).hexdigest()
+    placed["id"] = f"sesrsc_{digest[:24]}"
+    placed["created_at"] = placed["updated_at"] = session["created_at"]
+    return placed
+
+
+def _reads(tools: list[dict[str, Any]]) -> bool:
+    return any(
+        config["name"] == "read" and config["enabled"]
+        for tool in tools
+        if tool.get("type") == "agent_toolset_20260401"
+        for config in tool["configs"]
+    )
+
+
 # --- answers -------------------------------------------------------------------------------
 
 
@@ -160,14 +265,21 @@ def _memory_resource(session: dict[str, Any], resource: dict[str, Any]) -> dict[
 
 def _session(session: dict[str, Any]) -> dict[str, Any]:
     _snapshot(session["agent"])
-    session["resources"] = [_memory_resource(session, r) for r in session["resources"]]
+    session["resources"] = [
+        _memory_resource(session, r) if r["type"] == "memory_store" else r
+        for r in session["resources"]
+    ]
     return _owned(session)
 
 
 def _session_item(session: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "archived_at", "created_at", "status", "title", "type", "updated_at")
     item = {key: session[key] for key in keys}
-    resources = [_memory_resource(session, copy.deepcopy(r)) for r in session["resources"]]
+    resources = [
+        _memory_resource(session, copy.deepcopy(r))
+        for r in session["resources"]
+        if r["type"] == "memory_store"
+    ]
     usage = session["usage"]
     return {
         **item,

@@ -175,14 +175,22 @@ class Sessions:
                     raise _invalid(f"environment {environment_id!r} is archived")
             snapshot = self._agents.snapshot(agent)
             _overridden(snapshot, overrides, bedrock=bedrock)
+            if bedrock:
+                _bedrock.check_resource_counts(resources)
             # All checked before anything is made, so a bad entry leaves no stray copies.
             attached: list[tuple[str, Any]] = []
             for index, spec in enumerate(resources):
                 where = f"resources[{index}]."
                 kind = spec.get("type") if isinstance(spec, dict) else None
-                if bedrock and kind != "memory_store":  # files and repos are Claude API's
-                    raise _invalid(f"{where}type: Input should be 'memory_store'")
-                if kind == "github_repository":
+                if bedrock and kind in _bedrock.SANDBOX_RESOURCE_TYPES:
+                    resource = _bedrock.sandbox_resource(spec, where, snapshot["tools"])
+                    attached.append(("sandbox", resource))
+                elif bedrock and kind != "memory_store":  # files and repos are Claude API's
+                    raise _invalid(
+                        f"{where}type: Input should be 'memory_store', "
+                        + ", ".join(f"'{name}'" for name in sorted(_bedrock.SANDBOX_RESOURCE_TYPES))
+                    )
+                elif kind == "github_repository":
                     attached.append(("repository", _repository(spec, where)))
                 elif kind == "memory_store":
                     attached.append(("memory", self._resources.memory_resource(spec, where)))
@@ -222,7 +230,7 @@ class Sessions:
             session = _Session(record, self._state.agent_scripts[agent_id], self_hosted=self_hosted)
             initial = self._initial_events(body.get("initial_events"), session)
             self._state.sessions[record["id"]] = session
-            for kind, value in attached:
+            for index, (kind, value) in enumerate(attached):
                 if kind == "file":
                     self._resources.mount(session, *value)
                 elif kind == "repository":
@@ -230,6 +238,8 @@ class Sessions:
                     if token is not None:
                         self._state.tokens[resource["id"]] = token
                     record["resources"].append(resource)
+                elif kind == "sandbox":
+                    record["resources"].append(_bedrock.placed(value, record, index))
                 else:
                     record["resources"].append(value)
             answer = session.view()  # initial events are not in the answer
