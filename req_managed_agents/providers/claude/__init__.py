@@ -2,6 +2,7 @@
 control-plane client and its event helpers."""
 
 from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedrock
+from req_managed_agents.providers.claude._bedrock_client import ClaudeBedrockClient
 from req_managed_agents.providers.claude._client import (
     ANTHROPIC_VERSION,
     FILES_BETA,
@@ -14,6 +15,7 @@ __all__ = [
     "ANTHROPIC_VERSION",
     "FILES_BETA",
     "MANAGED_AGENTS_BETA",
+    "ClaudeBedrockClient",
     "ClaudeClient",
     "ClaudeManagedAgents",
     "ClaudeManagedAgentsBedrock",

@@ -20,11 +20,8 @@ import requests
 from typing_extensions import TypedDict
 
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers.claude._client import (
-    ANTHROPIC_VERSION,
-    MANAGED_AGENTS_BETA,
-    ClaudeClient,
-)
+from req_managed_agents.providers.claude._bedrock_client import ClaudeBedrockClient
+from req_managed_agents.providers.claude._client import ANTHROPIC_VERSION, MANAGED_AGENTS_BETA
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.transport._aws import (
     AwsSigner,
@@ -80,7 +77,8 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
     ``session_token``) or ``profile=``; explicit arguments win over the environment. A
     Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``) is sent instead of a
     signature and needs no botocore, but not together with explicit AWS credentials.
-    ``.client`` is the Claude control-plane client over Bedrock.
+    ``.client`` is a :class:`ClaudeBedrockClient`: the Claude control plane over Bedrock,
+    its Bedrock-only fields checked before they are sent.
 
     Driver options: as :class:`ClaudeManagedAgents`, with ``environment_id`` the ARN of a
     sandbox (no ``environment=`` handle, no ``vault_ids``), plus ``working_directory`` and
@@ -135,7 +133,7 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
         url = text_setting(base_url, "ANTHROPIC_BEDROCK_BASE_URL", default_url) or default_url
         if not url.startswith(("https://", "http://")):
             raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
-        self.client = ClaudeClient(
+        self.client = ClaudeBedrockClient(
             key,
             base_url=url,
             timeout=timeout,

@@ -226,7 +226,12 @@ def test_the_emulator_refuses_what_bedrock_sessions_do_not_take(
             body={"agent": agent, "environment_id": SANDBOX, "vault_ids": []},
         )
     with pytest.raises(BadRequestError, match="sandbox"):
-        client.create_session(agent, "env_plain id")
+        client._json(
+            "POST",
+            "/v1/sessions",
+            idempotent=False,
+            body={"agent": agent, "environment_id": "env_plain id"},
+        )
     with pytest.raises(BadRequestError, match="not both"):
         client._json(
             "POST",

@@ -6,7 +6,7 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, ClassVar
 
 from req_managed_agents.errors import APIError, RateLimitError, ServerError, TransportError
 from req_managed_agents.providers.claude.api._core import (
@@ -29,12 +29,6 @@ __all__ = ["CREATE_TOKEN_KEY", "SessionsAPI"]
 CREATE_TOKEN_KEY = "rma_create"
 CREATE_CLOCK_SKEW = timedelta(minutes=10)
 
-# What a session can mount, and the field each kind cannot do without.
-_RESOURCE_ID_FIELDS = {
-    "file": "file_id",
-    "github_repository": "url",
-    "memory_store": "memory_store_id",
-}
 _AGENT_REFERENCE_TYPES = ("agent", "agent_with_overrides")
 
 # What a session may be created with (the API's own limit on their number).
@@ -72,14 +66,14 @@ def _agent_reference(agent: object) -> str | Json:
     return dict(agent)
 
 
-def _resource(field: str, resource: object) -> Json:
-    """One session resource, of a known ``type`` and with the id that type needs."""
+def _resource(field: str, resource: object, kinds: Mapping[str, str]) -> Json:
+    """One session resource, of a known ``type`` and with the field that type needs."""
     if not isinstance(resource, Mapping):
         raise ValueError(f"{field} must be a mapping, got {type(resource).__name__}")
     kind = resource.get("type")
-    required = _RESOURCE_ID_FIELDS.get(kind) if isinstance(kind, str) else None
+    required = kinds.get(kind) if isinstance(kind, str) else None
     if required is None:
-        known = ", ".join(repr(k) for k in _RESOURCE_ID_FIELDS)
+        known = ", ".join(repr(k) for k in kinds)
         raise ValueError(f"{field}.type must be one of {known}, got {kind!r}")
     id_value(f"{field}.{required}", resource.get(required))
     return dict(resource)
@@ -87,6 +81,13 @@ def _resource(field: str, resource: object) -> Json:
 
 class SessionsAPI(ClientCore):
     """Sessions (created with their options) and the resources mounted in them."""
+
+    # What a session can mount, and the field each kind cannot do without.
+    _resource_kinds: ClassVar[Mapping[str, str]] = {
+        "file": "file_id",
+        "github_repository": "url",
+        "memory_store": "memory_store_id",
+    }
 
     def create_session(
         self,
@@ -136,7 +137,7 @@ class SessionsAPI(ClientCore):
             ]
         if resources is not None:
             body["resources"] = [
-                _resource(f"resources[{i}]", r)
+                _resource(f"resources[{i}]", r, self._resource_kinds)
                 for i, r in enumerate(as_list("resources", resources))
             ]
         if metadata is not None:
