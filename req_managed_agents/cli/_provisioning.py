@@ -5,13 +5,16 @@ Every command takes ``--store PATH`` (a :class:`FileStore`; provisioning is idem
 runs only when they share one). ``rma provision`` creates the store; the others need it to
 exist, since a mistyped path would read as an empty store. Credentials come from the
 environment as for the library: ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``) for
-Claude, the AWS chain for AgentCore. Results are printed as JSON so they can be piped.
+Claude, the AWS chain (or ``AWS_BEARER_TOKEN_BEDROCK``, and ``ANTHROPIC_BEDROCK_BASE_URL``)
+for Claude on Amazon Bedrock, the AWS chain for AgentCore. Results are printed as JSON so
+they can be piped.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -20,7 +23,7 @@ from typing import Any, TextIO
 
 from req_managed_agents.cli._common import (
     EXIT_FAILED,
-    PROVIDERS,
+    RUN_PROVIDERS,
     CliError,
     existing_store,
     harness_region,
@@ -37,9 +40,19 @@ __all__ = ["COMMANDS", "add_commands", "run_command"]
 COMMANDS = frozenset({"provision", "teardown", "environments", "tag", "resolve"})
 
 _SPEC_HINT = "rma provision --help describes the spec file"
-_AGENTCORE_ONLY = "is an AgentCore option; it needs --provider agentcore"
+_AWS_ONLY = "is an AWS option; it needs --provider agentcore or claude-bedrock"
 _DEFAULT_REGION = "AWS_REGION, then the profile's region"
-_ROLE_HINT = "the IAM role the harness runs as, e.g. arn:aws:iam::123456789012:role/Harness"
+_ROLE_HINTS = {
+    "agentcore": "the IAM role the harness runs as, e.g. arn:aws:iam::123456789012:role/Harness",
+    "claude-bedrock": "the IAM role the agent's sessions run as, "
+    "e.g. arn:aws:iam::123456789012:role/Agent",
+}
+_SANDBOX_HINT = (
+    "give --environment-id the ARN of the sandbox the agent's sessions run in, "
+    "e.g. arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/sandbox-0123456789"
+)
+# The region an AWS ARN names (its fourth field).
+_ARN_REGION = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:([a-z0-9-]+):")
 
 TEARDOWN_HELP = """\
 With SPEC.json (the file given to rma provision), the resource is found by its
@@ -47,8 +60,10 @@ content-addressed name at the provider, so the store need not remember it. With 
 NAME (the "name" rma provision printed), the store must know the handle; its kind and
 (for AgentCore) its region come from there. A resource already gone counts as torn
 down. Claude environments are shared by every agent of the same environment spec and
-stay; rma environments prune archives old ones. Prints {"torn_down": NAME, "kind",
-"id"}, or {"torn_down": null} when a spec's resource does not exist.
+stay; rma environments prune archives old ones. A Claude agent on Amazon Bedrock is
+found by spec with its --execution-role-arn (part of its identity), and by NAME in the
+region of its sandbox ARN. Prints {"torn_down": NAME, "kind", "id"}, or
+{"torn_down": null} when a spec's resource does not exist.
 """
 
 
@@ -73,16 +88,22 @@ def add_commands(commands: Any) -> None:
     )
     provision.add_argument("spec", type=Path, metavar="SPEC.json", help="the spec file (below)")
     provision.add_argument(
-        "--provider", choices=PROVIDERS, default="claude", help="where to provision"
+        "--provider", choices=RUN_PROVIDERS, default="claude", help="where to provision"
     )
-    _aws_flags(provision, "required with --provider agentcore", _DEFAULT_REGION)
+    provision.add_argument(
+        "--environment-id",
+        metavar="ARN",
+        help="claude-bedrock: the ARN of the sandbox the agent's sessions run in (required "
+        "there; Bedrock has no environments to provision, so the spec has no environment)",
+    )
+    _aws_flags(provision, "required with --provider agentcore or claude-bedrock", _DEFAULT_REGION)
 
     teardown = commands.add_parser(
         "teardown",
         parents=[store],
         help="remove what rma provision made",
-        description="Archive the Claude agent or delete the AgentCore harness that rma "
-        "provision made, and forget it in the store.",
+        description="Archive the Claude agent (on Anthropic's API or Amazon Bedrock) or delete "
+        "the AgentCore harness that rma provision made, and forget it in the store.",
         epilog=TEARDOWN_HELP,
     )
     teardown.add_argument(
@@ -92,14 +113,15 @@ def add_commands(commands: Any) -> None:
     )
     teardown.add_argument(
         "--provider",
-        choices=PROVIDERS,
+        choices=RUN_PROVIDERS,
         help="with SPEC.json: where it was provisioned (default: claude); "
         "with NAME the stored handle says, and a different --provider is refused",
     )
     _aws_flags(
         teardown,
-        "required with SPEC.json and --provider agentcore, refused with NAME",
-        f"with NAME the harness ARN's, which a different one contradicts; else {_DEFAULT_REGION}",
+        "required with SPEC.json and --provider agentcore or claude-bedrock, refused with NAME",
+        "with NAME the harness's or sandbox's ARN's, which a different one contradicts; "
+        f"else {_DEFAULT_REGION}",
     )
 
     environments = commands.add_parser("environments", help="list or prune Claude environments")
@@ -150,11 +172,12 @@ def _aws_flags(parser: argparse.ArgumentParser, role: str, region: str) -> None:
     parser.add_argument(
         "--execution-role-arn",
         metavar="ARN",
-        help=f"AgentCore: the IAM role the harness runs as, part of its identity ({role})",
+        help="AgentCore: the IAM role the harness runs as; claude-bedrock: the role the "
+        f"agent's sessions run as; part of its identity ({role})",
     )
     parser.add_argument(
         "--region",
-        help=f"AgentCore: the AWS region (default: {region})",
+        help=f"AgentCore and claude-bedrock: the AWS region (default: {region})",
     )
 
 
@@ -197,10 +220,11 @@ def _refused_values(hint: str) -> Iterator[None]:
 
 def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
     if provider == "claude":
-        refuse(args, ["execution_role_arn", "region"], _AGENTCORE_ONLY, "add --provider agentcore")
+        refuse(args, ["execution_role_arn", "region"], _AWS_ONLY, "add --provider agentcore")
     elif not args.execution_role_arn:
         raise CliError(
-            f"rma {args.command} --provider agentcore needs --execution-role-arn", hint=_ROLE_HINT
+            f"rma {args.command} --provider {provider} needs --execution-role-arn",
+            hint=_ROLE_HINTS[provider],
         )
 
 
@@ -209,6 +233,27 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
 
     _check_aws_flags(args, args.provider)
     agent, environment = load_spec(args.spec)
+    if args.provider == "claude-bedrock":
+        if environment is not None:
+            raise CliError(
+                f"the spec {args.spec} has an environment, which Claude on Amazon Bedrock "
+                "does not provision",
+                hint=f"drop its environment and {_SANDBOX_HINT}",
+            )
+        if not args.environment_id:
+            raise CliError(
+                "rma provision --provider claude-bedrock needs --environment-id",
+                hint=_SANDBOX_HINT,
+            )
+        environment = args.environment_id
+    else:
+        refuse(
+            args,
+            ["environment_id"],
+            "is the sandbox of a Claude agent on Amazon Bedrock",
+            "add --provider claude-bedrock, or drop --environment-id (the spec provisions "
+            "the environment)",
+        )
     store = provisioner.FileStore(args.store)
     with open_provider(args.provider, args.region) as provider, _refused_values(_SPEC_HINT):
         handle = provisioner.provision(
@@ -268,8 +313,10 @@ def _teardown_named(args: argparse.Namespace, name: str, store: Any) -> dict[str
     region = None
     if kind == "agentcore":
         region = harness_region(str(record.get("harness_arn", "")), args.region)
+    elif kind == "claude-bedrock":
+        region = _sandbox_region(str(record.get("environment_id", "")), args.region)
     else:
-        refuse(args, ["region"], _AGENTCORE_ONLY, f"{name!r} is a Claude agent: drop --region")
+        refuse(args, ["region"], _AWS_ONLY, f"{name!r} is a Claude agent: drop --region")
     with open_provider(kind, region) as provider:
         provisioner.teardown(provider, record, store=store)
     return _torn_down(record)
@@ -279,7 +326,7 @@ def _stored_handle(store: Any, name: str, path: Path) -> dict[str, Any]:
     """The one agent handle named ``name`` in the store (FileStore has no listing of its own,
     so its records are read whole)."""
     records = [value for value in store._read().values() if isinstance(value, dict)]
-    handles = [r for r in records if r.get("name") == name and r.get("kind") in PROVIDERS]
+    handles = [r for r in records if r.get("name") == name and r.get("kind") in RUN_PROVIDERS]
     resources = {(r["kind"], r.get("agent_id") or r.get("harness_arn")) for r in handles}
     if len(resources) > 1:
         raise CliError(
@@ -301,6 +348,20 @@ def _stored_handle(store: Any, name: str, path: Path) -> dict[str, Any]:
         hint='the name is the "name" rma provision printed; or give its spec file',
         code=EXIT_FAILED,
     )
+
+
+def _sandbox_region(arn: str, region: str | None) -> str | None:
+    """The region of a Bedrock agent's sandbox ARN; a ``--region`` naming another one
+    contradicts it (the agent lives where its sandbox does)."""
+    match = _ARN_REGION.match(arn)
+    if match is None:
+        return region
+    if region is not None and region != match.group(1):
+        raise CliError(
+            f"--region {region} contradicts the agent's sandbox ARN, which is in {match.group(1)}",
+            hint="drop --region: the region of the ARN is used",
+        )
+    return match.group(1)
 
 
 def _torn_down(handle: dict[str, Any]) -> dict[str, Any]:

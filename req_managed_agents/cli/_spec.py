@@ -21,8 +21,10 @@ spec file (JSON):
     "agent": {                               required
       "name": "support",                     required: the base of the resource name
       "system_prompt": "Be brief.",          default ""
-      "model": "claude-sonnet-4-6",          required: a Claude model id, or a Bedrock
-                                             model id for --provider agentcore
+      "model": "claude-sonnet-4-6",          required: a Claude model id; a Bedrock
+                                             model id for --provider agentcore; an
+                                             inference profile ID (us.anthropic....)
+                                             for --provider claude-bedrock
       "tools": [                             default []: the custom tools, run locally
         {"name": "get_weather",
          "description": "Current weather for a city.",
@@ -32,7 +34,7 @@ spec file (JSON):
       ],
       "model_config": {"effort": "high"}     default null: more model settings
     },
-    "environment": {                         optional
+    "environment": {                         optional (none for claude-bedrock)
       "config": {"type": "cloud"},           default {}: the provider's own environment
                                              config, sent as written
       "runtimes": [                          default []: installed with mise

@@ -22,6 +22,7 @@ from req_managed_agents.stores._base import store_lock
 
 __all__ = [
     "DEFAULT_CLAUDE_ENVIRONMENT",
+    "bedrock_agent_body",
     "claude_agent_body",
     "find_claude_agent",
     "provision_claude",
@@ -78,6 +79,23 @@ def provision_claude(
     return _ensure_agent(client, store, key, name, body, agent_digest, env_handle.environment_id)
 
 
+def bedrock_agent_body(spec: AgentSpec, execution_role_arn: str | None) -> dict[str, Any]:
+    """The agent body on Amazon Bedrock: Claude's, with the role its sessions run as (part
+    of the agent's identity, so a different role is a different agent)."""
+    from req_managed_agents.providers.claude.api._sessions import execution_identity_of
+
+    if not execution_role_arn or not execution_role_arn.strip():
+        raise ConfigurationError(
+            "a Claude agent on Amazon Bedrock needs execution_role_arn "
+            "(the IAM role its sessions run as)"
+        )
+    try:
+        identity = execution_identity_of(execution_role_arn.strip())
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return {**claude_agent_body(spec, None), "execution_identity": identity}
+
+
 def provision_claude_bedrock(
     provider: Any,
     spec: AgentSpec,
@@ -88,28 +106,19 @@ def provision_claude_bedrock(
     """A Claude agent on Amazon Bedrock: named by its content as on Anthropic's API, with
     the IAM role its sessions run as (``execution_identity``, required), for the sandbox
     ``environment`` names by ARN (Bedrock has no environments to create)."""
-    from req_managed_agents.providers.claude.api._sessions import execution_identity_of
-
-    if not execution_role_arn or not execution_role_arn.strip():
-        raise ConfigurationError(
-            "provisioning a Claude agent on Amazon Bedrock needs execution_role_arn "
-            "(the IAM role its sessions run as)"
-        )
+    body = bedrock_agent_body(spec, execution_role_arn)
     if not isinstance(environment, str) or not environment.startswith("arn:"):
         raise ConfigurationError(
             "provisioning on Amazon Bedrock needs environment= the ARN of a sandbox "
             "(there are no environments to create there)"
         )
-    try:
-        identity = execution_identity_of(execution_role_arn.strip())
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
     client = claude_client(provider)
-    body = {**claude_agent_body(spec, None), "execution_identity": identity}
     agent_digest = digest8(body)
     name = compose_name(spec.name, agent_digest, CLAUDE_NAMES)
     key = "provision:" + digest(["claude-bedrock", client.base_url, name, environment])
-    return _ensure_agent(client, store, key, name, body, agent_digest, environment)
+    return _ensure_agent(
+        client, store, key, name, body, agent_digest, environment, kind="claude-bedrock"
+    )
 
 
 def _ensure_agent(
@@ -120,6 +129,7 @@ def _ensure_agent(
     body: dict[str, Any],
     agent_digest: str,
     environment_id: str,
+    kind: str = "claude",
 ) -> ClaudeAgentHandle:
     """The stored agent, the listed one of ``name``, or a new one; remembered under ``key``."""
     # The cached path takes no lock (a lookup and one GET); the lock guards only the create.
@@ -147,6 +157,7 @@ def _ensure_agent(
             environment_id,
             name,
             agent_digest,
+            kind=kind,
             version=version if isinstance(version, int) and not isinstance(version, bool) else None,
         )
         remember(store, key, handle)

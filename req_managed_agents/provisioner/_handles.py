@@ -14,12 +14,23 @@ from typing import Any, Union
 from req_managed_agents.stores import Store
 from req_managed_agents.stores._base import store_lock
 
-__all__ = ["ClaudeAgentHandle", "Handle", "HarnessHandle", "forget", "from_record", "remember"]
+__all__ = [
+    "CLAUDE_KINDS",
+    "ClaudeAgentHandle",
+    "Handle",
+    "HarnessHandle",
+    "forget",
+    "from_record",
+    "remember",
+]
 
 
 @dataclass(frozen=True)
 class ClaudeAgentHandle:
     """A provisioned Claude agent and the environment its sessions run in.
+
+    ``kind`` is ``"claude"``, or ``"claude-bedrock"`` for an agent on Amazon Bedrock, whose
+    ``environment_id`` is the ARN of its sandbox.
 
     ``version`` is the agent version provisioning found or made; sessions started from the
     handle are pinned to it, so an update made elsewhere cannot change them unannounced.
@@ -47,6 +58,7 @@ class HarnessHandle:
 
 
 Handle = Union[ClaudeAgentHandle, HarnessHandle]
+CLAUDE_KINDS = ("claude", "claude-bedrock")
 
 
 def from_record(record: Any) -> Handle | None:
@@ -54,7 +66,7 @@ def from_record(record: Any) -> Handle | None:
     if not isinstance(record, Mapping):
         return None
     try:
-        if record.get("kind") == "claude":
+        if record.get("kind") in CLAUDE_KINDS:
             return ClaudeAgentHandle(**record)
         if record.get("kind") == "agentcore":
             return HarnessHandle(**record)

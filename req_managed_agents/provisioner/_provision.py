@@ -33,6 +33,7 @@ from typing import Any
 from req_managed_agents.errors import NotFoundError
 from req_managed_agents.provisioner._claude import (
     DEFAULT_CLAUDE_ENVIRONMENT,
+    bedrock_agent_body,
     claude_agent_body,
     provision_claude,
     provision_claude_bedrock,
@@ -166,10 +167,16 @@ def locate(
         if match is None:
             return None
         return HarnessHandle(str(match["arn"]), str(match["harnessId"]), name, name[-8:])
-    body = claude_agent_body(spec, environment or DEFAULT_CLAUDE_ENVIRONMENT)
+    from req_managed_agents.providers.claude import ClaudeManagedAgentsBedrock
+
+    kind = "claude"
+    if isinstance(provider, ClaudeManagedAgentsBedrock):
+        kind, body = "claude-bedrock", bedrock_agent_body(spec, execution_role_arn)
+    else:
+        body = claude_agent_body(spec, environment or DEFAULT_CLAUDE_ENVIRONMENT)
     name = compose_name(spec.name, digest8(body), CLAUDE_NAMES)
     agents = claude_client(provider).list_agents()
     match = next((a for a in agents if a.get("name") == name and not a.get("archived_at")), None)
     if match is None:
         return None
-    return ClaudeAgentHandle(str(match["id"]), "", name, name[-8:])
+    return ClaudeAgentHandle(str(match["id"]), "", name, name[-8:], kind=kind)

@@ -34,6 +34,29 @@ def agentcore_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[A
 
 
 @pytest.fixture
+def bedrock_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+    """The Claude emulator's Bedrock flavor, which the AWS environment points at."""
+    pytest.importorskip("botocore")
+    from req_managed_agents.testing import ClaudeEmulator, Turn
+
+    script = [Turn(text="Hello from Bedrock.")]
+    with ClaudeEmulator(script, flavor="bedrock", region="us-west-2") as emulator:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": emulator.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": emulator.secret_access_key,
+            "AWS_REGION": "us-west-2",
+            "ANTHROPIC_BEDROCK_BASE_URL": emulator.base_url,
+            "AWS_CONFIG_FILE": str(tmp_path / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            monkeypatch.setenv(name, value)
+        for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"):
+            monkeypatch.delenv(name, raising=False)
+        yield emulator
+
+
+@pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Credentials, and an endpoint where nothing listens: a command that should fail before
     any request would fail with status 4 (unreachable) if it sent one."""

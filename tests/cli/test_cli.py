@@ -231,7 +231,7 @@ def test_provision_refuses_aws_flags_for_claude_and_needs_a_role_for_agentcore(
 ) -> None:
     spec, store = write_spec(tmp_path, SPEC), str(tmp_path / "s.json")
     line = fails(capsys, 2, "provision", spec, "--store", store, "--region", "us-east-1")
-    assert "--region is an AgentCore option" in line
+    assert "--region is an AWS option" in line
     line = fails(capsys, 2, "provision", spec, "--store", store, "--provider", "agentcore")
     assert "needs --execution-role-arn" in line
 
@@ -250,6 +250,117 @@ def test_provision_for_agentcore_without_a_region_says_which_flag(
     line = fails(capsys, 3, *argv, "--execution-role-arn", role)
     assert "pass --region or set AWS_REGION" in line
     assert "region=" not in line
+
+
+BEDROCK_SPEC: dict[str, Any] = {
+    "agent": {"name": "ops", "system_prompt": "Help.", "model": "us.anthropic.claude-sonnet-4-6"}
+}
+SANDBOX = "arn:aws:bedrock-agentcore:us-west-2:123456789012:sandbox/cli-0123456789"
+AGENT_ROLE = "arn:aws:iam::123456789012:role/Agent"
+
+
+def provision_on_bedrock(capsys: Any, spec: str, store: str, *extra: str) -> tuple[int, Any]:
+    return rma(
+        capsys,
+        "provision",
+        spec,
+        "--store",
+        store,
+        "--provider",
+        "claude-bedrock",
+        "--environment-id",
+        SANDBOX,
+        "--execution-role-arn",
+        AGENT_ROLE,
+        *extra,
+    )
+
+
+def test_provision_and_teardown_on_bedrock_by_spec_and_by_name(
+    bedrock_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, store = write_spec(tmp_path, BEDROCK_SPEC), str(tmp_path / "store.json")
+    code, handle = provision_on_bedrock(capsys, spec, store, "--region", "us-west-2")
+    assert code == 0
+    assert (handle["kind"], handle["environment_id"]) == ("claude-bedrock", SANDBOX)
+    assert provision_on_bedrock(capsys, spec, store)[1] == handle, "idempotent"
+    (create,) = [r for r in bedrock_env.requests if r.method == "POST" and r.path == "/v1/agents"]
+    assert create.body["execution_identity"] == {"type": "aws_role", "role_arn": AGENT_ROLE}
+    assert all("/us-west-2/bedrock/" in r.headers["authorization"] for r in bedrock_env.requests)
+
+    line = fails(capsys, 2, "teardown", handle["name"], "--store", store, "--region", "eu-west-1")
+    assert "contradicts the agent's sandbox ARN" in line
+    code, torn = rma(capsys, "teardown", handle["name"], "--store", store)
+    assert (code, torn["kind"], torn["id"]) == (0, "claude-bedrock", handle["agent_id"])
+    archived = f"/v1/agents/{handle['agent_id']}/archive"
+    assert archived in [r.path for r in bedrock_env.requests if r.method == "POST"]
+
+    code, again = provision_on_bedrock(capsys, spec, store)  # a new agent: the old one is gone
+    assert code == 0
+    assert again["agent_id"] != handle["agent_id"]
+    argv = ["teardown", spec, "--store", store, "--provider", "claude-bedrock"]
+    assert "needs --execution-role-arn" in fails(capsys, 2, *argv)
+    other_role = "arn:aws:iam::123456789012:role/Other"
+    code, missing = rma(capsys, *argv, "--execution-role-arn", other_role)
+    assert (code, missing) == (0, {"torn_down": None}), "another role is another agent"
+    code, torn = rma(capsys, *argv, "--execution-role-arn", AGENT_ROLE)
+    assert (code, torn["id"]) == (0, again["agent_id"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "spec", "fragment"),
+    [
+        ((), BEDROCK_SPEC, "needs --execution-role-arn"),
+        (("--execution-role-arn", AGENT_ROLE), BEDROCK_SPEC, "needs --environment-id"),
+        (
+            ("--execution-role-arn", AGENT_ROLE, "--environment-id", SANDBOX),
+            {**BEDROCK_SPEC, "environment": {"config": {"type": "cloud"}}},
+            "has an environment",
+        ),
+    ],
+)
+def test_provision_on_bedrock_says_what_is_missing(
+    bedrock_env: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: tuple[str, ...],
+    spec: Any,
+    fragment: str,
+) -> None:
+    path, store = write_spec(tmp_path, spec), str(tmp_path / "s.json")
+    argv = ["provision", path, "--store", store, "--provider", "claude-bedrock", *extra]
+    assert fragment in fails(capsys, 2, *argv)
+    assert bedrock_env.requests == []
+
+
+def test_provision_on_bedrock_refuses_a_claude_model_name(
+    bedrock_env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = write_spec(tmp_path, {"agent": {**BEDROCK_SPEC["agent"], "model": "claude-sonnet-4-6"}})
+    line = fails(
+        capsys,
+        2,
+        "provision",
+        spec,
+        "--store",
+        str(tmp_path / "s.json"),
+        "--provider",
+        "claude-bedrock",
+        "--environment-id",
+        SANDBOX,
+        "--execution-role-arn",
+        AGENT_ROLE,
+    )
+    assert "inference profile ID" in line
+    assert [r.path for r in bedrock_env.requests] == ["/v1/agents"], "only the lookup by name"
+
+
+def test_environment_id_is_a_bedrock_provisioning_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, store = write_spec(tmp_path, SPEC), str(tmp_path / "s.json")
+    line = fails(capsys, 2, "provision", spec, "--store", store, "--environment-id", SANDBOX)
+    assert "--environment-id is the sandbox of a Claude agent on Amazon Bedrock" in line
 
 
 # -- rma teardown --------------------------------------------------------------------------

@@ -397,11 +397,29 @@ def test_an_agent_spec_provisions_a_bedrock_agent_once_and_runs(emulator: Claude
         created = [r for r in emulator.requests if r.method == "POST" and r.path == "/v1/agents"]
         assert len(created) == 1
         assert created[0].body["execution_identity"] == {"type": "aws_role", "role_arn": ROLE}
-        assert handle.environment_id == SANDBOX
+        assert (handle.kind, handle.environment_id) == ("claude-bedrock", SANDBOX)
         result = run_to_completion(provider, "Compute.", handler=tools, agent=handle, timeout=20)
         assert result.text == "The total is 30."
         teardown(provider, handle, store=store)
         assert provider.client.get_agent(handle.agent_id)["archived_at"] is not None
+
+
+def test_a_bedrock_agent_is_torn_down_by_its_spec_and_role(emulator: ClaudeEmulator) -> None:
+    from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision, teardown
+
+    spec = AgentSpec(name="calc", system_prompt="Compute.", model="us.anthropic.claude-sonnet-4-6")
+    store = MemoryStore()
+    other = "arn:aws:iam::123456789012:role/Other"
+    with emulator.provider(timeout=5) as provider:
+        handle = provision(
+            provider, spec, environment=SANDBOX, store=store, execution_role_arn=ROLE
+        )
+        teardown(provider, spec, store=store, execution_role_arn=other)  # another agent: none
+        assert provider.client.get_agent(handle.agent_id)["archived_at"] is None
+        teardown(provider, spec, store=store, execution_role_arn=ROLE)
+        assert provider.client.get_agent(handle.agent_id)["archived_at"] is not None
+        with pytest.raises(ConfigurationError, match="execution_role_arn"):
+            teardown(provider, spec, store=store)
 
 
 def test_bedrock_provisioning_needs_a_role_and_a_sandbox_arn(emulator: ClaudeEmulator) -> None:
