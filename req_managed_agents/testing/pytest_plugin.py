@@ -1,4 +1,5 @@
-"""Pytest plugin providing the ``claude_emulator`` and ``agentcore_emulator`` fixtures.
+"""Pytest plugin providing the ``claude_emulator``, ``claude_bedrock_emulator`` and
+``agentcore_emulator`` fixtures.
 
 Registered as a ``pytest11`` entry point, so installing the SDK makes the fixtures available
 to every test suite without a conftest import.
@@ -20,6 +21,18 @@ if TYPE_CHECKING:
 def claude_emulator() -> Iterator[ClaudeEmulator]:
     """A started :class:`ClaudeEmulator` with default settings, closed after the test."""
     with ClaudeEmulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def claude_bedrock_emulator() -> Iterator[ClaudeEmulator]:
+    """A started :class:`ClaudeEmulator` of Claude on Amazon Bedrock (``flavor="bedrock"``,
+    region ``us-east-1``), closed after the test: its ``provider()`` is a
+    ``ClaudeManagedAgentsBedrock`` whose every request it checks for a SigV4 signature.
+
+    Needs botocore (the ``aws`` extra), which only this fixture's use imports.
+    """
+    with ClaudeEmulator(flavor="bedrock") as emulator:
         yield emulator
 
 

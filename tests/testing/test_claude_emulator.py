@@ -717,3 +717,29 @@ def test_the_pytest_fixture_yields_a_running_emulator(claude_emulator: ClaudeEmu
         claude_emulator.base_url + "/v1/agents", headers=api_headers(claude_emulator), timeout=5
     )
     assert ok(response) == {"data": [], "next_page": None}
+
+
+def test_the_bedrock_fixture_serves_signed_claude_sessions(
+    claude_bedrock_emulator: ClaudeEmulator,
+) -> None:
+    pytest.importorskip("botocore")
+    from req_managed_agents import ClaudeManagedAgentsBedrock, Tools, run_to_completion
+
+    emulator = claude_bedrock_emulator
+    assert emulator.flavor == "bedrock"
+    unsigned = requests.get(emulator.base_url + "/v1/agents", timeout=5)
+    assert unsigned.status_code == 403, "an unsigned request is refused"
+    with emulator.provider(timeout=5) as provider:
+        assert isinstance(provider, ClaudeManagedAgentsBedrock)
+        result = run_to_completion(
+            provider,
+            "Hi",
+            handler=Tools(),
+            agent_id=emulator.add_agent([Turn(text="Signed.")]),
+            environment_id="arn:aws:bedrock-agentcore:us-east-1:123456789012:sandbox/s-01",
+            timeout=20,
+        )
+    assert result.text == "Signed."
+    signed = emulator.requests[1:]  # after the unsigned one
+    assert signed
+    assert all("/us-east-1/bedrock/" in r.headers["authorization"] for r in signed)
