@@ -379,9 +379,13 @@ def read_chunks(response: requests.Response, idle_timeout: float) -> Iterator[by
 
 
 def shutdown_response(response: requests.Response) -> None:
-    """Close a streaming response from any thread, waking a reader blocked on it.
+    """Wake a reader blocked on a streaming response, from any thread.
 
-    Closing a socket does not wake a thread blocked in ``recv``; shutting it down does.
+    Closing a socket does not wake a thread blocked in ``recv``; shutting it down does. The
+    response is not closed here: closing releases its connection to the pool, and doing that
+    from this thread would race the reader's own release (the same connection queued twice,
+    later handed to two requests at once) or give the socket away while the reader still
+    reads it. The reader wakes to a broken stream and closes the response itself.
     """
     raw = response.raw
     with contextlib.suppress(AttributeError, RuntimeError, ValueError, OSError):
@@ -395,4 +399,3 @@ def shutdown_response(response: requests.Response) -> None:
                 sock = getattr(sock, "_sock", None)
             if sock is not None:
                 sock.shutdown(socket.SHUT_RDWR)
-    response.close()

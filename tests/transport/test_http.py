@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import threading
@@ -13,11 +14,17 @@ import pytest
 import requests
 import urllib3.response
 
-from req_managed_agents import APIError, ConfigurationError, TransportError, telemetry
+from req_managed_agents import (
+    APIError,
+    ConfigurationError,
+    StreamError,
+    TransportError,
+    telemetry,
+)
 from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator
-from req_managed_agents.transport._http import read_chunks
+from req_managed_agents.transport._http import read_chunks, shutdown_response
 from req_managed_agents.transport._redact import redact, register_secret
 
 BODY = b'event: agent.message\ndata: {"type":"agent.message","id":"e1"}\n\n'
@@ -252,3 +259,52 @@ def test_twenty_concurrent_runs_on_one_provider_fit_its_pool(
             answers = list(pool.map(one, range(20)))
     assert answers == [f"answer to q{n}" for n in range(20)]
     assert not [r for r in caplog.records if "pool is full" in r.getMessage()]
+
+
+class HeldStream(http.server.BaseHTTPRequestHandler):
+    """Sends the head of an event stream and one comment, then holds the connection open."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(b"5\r\n: hi\n\r\n")
+        self.wfile.flush()
+        self.rfile.read(1)  # until the client goes away
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_stopped_stream_keeps_its_connection_until_its_reader_lets_go() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HeldStream)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/"
+    session = requests.Session()
+    try:
+        for _ in range(20):
+            response = session.get(url, stream=True, timeout=5)
+            pool, held = response.raw._pool, response.raw._connection
+            shutdown_response(response)  # as a stop from another thread does
+            # Pooled, the connection could go to another request while still being read.
+            assert held not in list(pool.pool.queue)
+
+            def read(response: requests.Response = response) -> None:
+                with contextlib.suppress(StreamError), response:
+                    for _chunk in read_chunks(response, 5):
+                        pass
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            reader.join(5)
+            assert not reader.is_alive(), "the reader saw the stream end"
+            idle = [conn for conn in list(pool.pool.queue) if conn is not None]
+            assert len(idle) == len({id(conn) for conn in idle}), "a connection queued twice"
+    finally:
+        session.close()
+        server.shutdown()
+        server.server_close()
