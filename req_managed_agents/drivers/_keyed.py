@@ -128,6 +128,7 @@ def _turn_record(turn: TurnResult) -> dict[str, Any]:
                 "name": use.name,
                 "input": dict(use.input),
                 "session_thread_id": use.session_thread_id,
+                "turn_id": use.turn_id,
             }
             for use in turn.tool_uses
         ],
@@ -143,6 +144,7 @@ def _turn(record: Any) -> TurnResult:
             str(use["name"]),
             dict(use.get("input") or {}),
             session_thread_id=use.get("session_thread_id"),
+            turn_id=use.get("turn_id"),
         )
         for use in record.get("tool_uses") or ()
         if isinstance(use, Mapping)

@@ -72,7 +72,8 @@ class ToolUse(Shown):
     """One call the agent asks a tool to make (``input`` is the decoded JSON arguments).
 
     ``mcp_server`` names the MCP server of a provider-run MCP tool, ``session_thread_id``
-    the subagent thread that made the call in a multi-agent session (None otherwise).
+    the subagent thread that made the call in a multi-agent session (None otherwise), and
+    ``turn_id`` the provider turn that made it where the answer must name it (OpenAI).
     """
 
     id: str
@@ -80,6 +81,7 @@ class ToolUse(Shown):
     input: Mapping[str, Any] = field(default_factory=dict)
     mcp_server: str | None = None
     session_thread_id: str | None = None
+    turn_id: str | None = None
 
 
 # The media types both the API and the models take for tool-result images and documents.
