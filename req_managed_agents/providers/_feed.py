@@ -43,12 +43,21 @@ from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import shutdown_response
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["HEALTHY_CONNECTION_SECONDS", "FeedClosed", "History", "SessionEnded", "StreamFeed"]
+__all__ = [
+    "CONNECT_POLL",
+    "HEALTHY_CONNECTION_SECONDS",
+    "FeedClosed",
+    "History",
+    "SessionEnded",
+    "StreamFeed",
+]
 
 _log = get_logger(__name__)
 
 # A connection that stayed up this long was healthy, even if it carried only heartbeats.
 HEALTHY_CONNECTION_SECONDS = 30.0
+# How often opening a session looks whether its stream has connected (or failed).
+CONNECT_POLL = RetryPolicy.poll(0.05)
 
 Event = dict[str, Any]
 
@@ -145,6 +154,16 @@ class StreamFeed:
             raise self._fatal
         if not self._thread.is_alive():
             raise SessionError(f"the event stream of session {self._session_id} has stopped")
+
+    def wait_connected(self, cancelled: threading.Event | None) -> None:
+        """Block until the stream is attached and caught up: only then may the first input
+        go out. A stop meanwhile (``cancelled``: the session closed while it was opening)
+        stops the feed; raises :class:`FeedClosed` then, or the error that ended the feed.
+        """
+        while not self.connected.wait(CONNECT_POLL.delay(0)):
+            if cancelled is not None and cancelled.is_set():
+                self.stop(join_timeout=0.5)
+            self.check()
 
     def get(self, timeout: float | None = None) -> Event | History:
         """The next item; raises the feed's fatal error (every time, once it happened),

@@ -68,7 +68,6 @@ from req_managed_agents.providers.claude._events import (
     user_message,
 )
 from req_managed_agents.providers.claude._feed import EventFeed, FeedClosed, History
-from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
@@ -76,8 +75,6 @@ __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
 PROVIDER_NAME = "claude"
 _log = get_logger(__name__)
 
-# How often opening a session looks whether its stream has connected (or failed).
-CONNECT_POLL = RetryPolicy.poll(0.05)
 _PREVIEWS = frozenset({"event_start", "event_delta"})
 
 Event = Mapping[str, Any]
@@ -133,16 +130,12 @@ class ClaudeConversation:
         self._wait_connected(cancelled)
 
     def _wait_connected(self, cancelled: threading.Event | None) -> None:
-        """Block until the stream is attached: only then may the first input go out. A
-        stop meanwhile (the session closed while it was opening) stops the feed too."""
-        while not self._feed.connected.wait(CONNECT_POLL.delay(0)):
-            if cancelled is not None and cancelled.is_set():
-                self.abort()
-            if self._aborted:
-                raise Aborted
-            if not self._feed.alive:
-                self._next()  # raises the error that ended the feed
-                return
+        """Block until the stream is attached: only then may the first input go out."""
+        try:
+            self._feed.wait_connected(cancelled)
+        except FeedClosed:
+            self._aborted = True
+            raise Aborted from None
 
     @property
     def session_id(self) -> str:
