@@ -19,9 +19,8 @@ from req_managed_agents.testing.server import query_value
 if TYPE_CHECKING:
     import threading
 
-    from req_managed_agents.testing.claude._model import _Session, _StoredFile
+    from req_managed_agents.testing.claude._model import _Session, _StoredFile, _WorkItem
     from req_managed_agents.testing.claude._turn import Turn
-    from req_managed_agents.testing.claude._work_items import _WorkItem
     from req_managed_agents.testing.server import RecordedRequest
 
 # Query parameters that move through a list rather than filter it (``beta=true``: the SDK's

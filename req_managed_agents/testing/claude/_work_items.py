@@ -25,14 +25,13 @@ an item. Every method is called with the emulator's lock held.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import secrets
 import time
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._model import _WorkItem
 from req_managed_agents.testing.claude._wire import _APIError, _new_id, _not_found
 from req_managed_agents.testing.server import utc_timestamp
 
@@ -49,39 +48,6 @@ DEFAULT_LEASE_TTL = 300
 
 _LIVE = ("starting", "active")
 _OPEN = ("queued", "starting", "active")
-
-
-@dataclass
-class _WorkItem:
-    """A work item: its REST object (``secret`` always null there) and its lease.
-
-    ``polled_at`` is when a poll handed it out, while it is not acknowledged; ``expires_at``
-    is when its lease ends (``starting``, ``active`` and ``stopping`` items); ``token`` is
-    the sessions token of the last poll, until revoked.
-    """
-
-    record: dict[str, Any]
-    session: _Session
-    ttl: int
-    polled_at: float | None = None
-    expires_at: float | None = None
-    token: str | None = None
-
-    @property
-    def id(self) -> str:
-        return str(self.record["id"])
-
-    @property
-    def state(self) -> str:
-        return str(self.record["state"])
-
-    @property
-    def environment_id(self) -> str:
-        return str(self.record["environment_id"])
-
-    def view(self) -> dict[str, Any]:
-        """The item as the API answers it (a copy, with no secret)."""
-        return copy.deepcopy(self.record)
 
 
 def secret_of(token: str) -> str:
