@@ -132,7 +132,7 @@ def test_an_empty_poll_waits_block_ms_and_answers_null(hosted: Any) -> None:
     world = hosted()
     started = time.monotonic()
     assert world.poll() is None
-    assert time.monotonic() - started < 0.2  # no block_ms: no wait
+    assert time.monotonic() - started < 0.25  # no block_ms: no wait
     started = time.monotonic()
     assert world.poll(block_ms=300) is None
     assert 0.3 <= time.monotonic() - started < 1.0
@@ -145,7 +145,7 @@ def test_a_waiting_poll_takes_the_item_a_new_session_queues(hosted: Any) -> None
     world = hosted()
     answers: list[Any] = []
     started = time.monotonic()
-    polling = threading.Thread(target=lambda: answers.append(world.poll(block_ms=900)))
+    polling = threading.Thread(target=lambda: answers.append(world.poll(block_ms=999)))
     polling.start()
     assert world.emulator.wait_until(lambda: world.emulator.requests)  # the poll is waiting
     session_id = world.new_session()
