@@ -22,6 +22,7 @@ from req_managed_agents.providers.claude.api._environments import EnvironmentsAP
 from req_managed_agents.providers.claude.api._files import FilesAPI
 from req_managed_agents.providers.claude.api._sessions import execution_identity_of
 from req_managed_agents.providers.claude.api._vaults import VaultsAPI
+from req_managed_agents.providers.claude.api._work import WorkAPI
 
 __all__ = ["ClaudeBedrockClient"]
 
@@ -128,7 +129,12 @@ def _unserved(name: str, noun: str) -> Callable[..., Any]:
 
 def _without_unserved(cls: type[_Client]) -> type[_Client]:
     """Replace the methods of the nouns Bedrock does not have with a clear refusal."""
-    nouns = ((EnvironmentsAPI, "environments"), (FilesAPI, "Files API"), (VaultsAPI, "vaults"))
+    nouns = (
+        (EnvironmentsAPI, "environments"),
+        (FilesAPI, "Files API"),
+        (VaultsAPI, "vaults"),
+        (WorkAPI, "self-hosted environments"),
+    )
     for api, noun in nouns:
         for name in [n for n in vars(api) if not n.startswith("_")]:
             setattr(cls, name, _unserved(name, noun))
@@ -147,7 +153,7 @@ class ClaudeBedrockClient(ClaudeClient):
     ``web_search``, their MCP servers are AgentCore gateways and their roster a
     ``coordinator``; sessions run in a sandbox ARN with Bedrock's resources (``memory_store``,
     ``s3_mount``, ``s3_object``, ``sandbox_path``) and no vaults; memory stores take a
-    ``backend``. Environments, files, vaults and session resources raise
+    ``backend``. Environments (with their work queue), files, vaults and session resources raise
     :class:`~req_managed_agents.errors.ConfigurationError`: Bedrock has none.
     """
 

@@ -1,5 +1,5 @@
 """The Claude Managed Agents control plane: agents, environments, sessions, threads, events,
-files, memory stores and vaults.
+files, memory stores, vaults and the work queue of self-hosted environments.
 
 Every method is one documented endpoint and returns the provider's JSON verbatim (plain dicts);
 list methods follow the cursor to the last page. Each API noun lives in its own module under
@@ -24,6 +24,7 @@ from req_managed_agents.providers.claude.api._memory import MemoryAPI
 from req_managed_agents.providers.claude.api._sessions import SessionsAPI
 from req_managed_agents.providers.claude.api._threads import ThreadsAPI
 from req_managed_agents.providers.claude.api._vaults import VaultsAPI
+from req_managed_agents.providers.claude.api._work import WorkAPI
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -44,6 +45,7 @@ class ClaudeClient(
     FilesAPI,
     MemoryAPI,
     VaultsAPI,
+    WorkAPI,
 ):
     """Thread-safe client for the Claude Managed Agents REST API (one pooled session)."""
 

@@ -48,7 +48,16 @@ deterministic:
   thread's status is the session's); archiving a thread keeps its status, and a later
   turn scripted for its name starts a new thread;
 * a session's and a thread's ``stats`` are taken at each status change, so two reads in
-  between answer the same object.
+  between answer the same object;
+* a self-hosted environment's key exists once a test asks for it (``environment_key``);
+  the work routes take the credentials ``_work_auth`` tabulates (poll, ack and list the
+  environment key only); an item's sessions token also speaks for its session's reads,
+  events and streams, and dies when the item stops or its lease runs out (then a 401);
+* a work item is queued as its session is made, and again on input (anything but an
+  interrupt) once none is queued or running; a repeated ack is a 409, a heartbeat on a
+  queued item a 412, a graceful stop of a queued item stops it; its session's end makes a
+  running item ``stopping``; only the six sandbox tools of the built-in toolset wait for
+  the client's ``user.tool_result`` there (the web tools run on the service).
 
 :class:`ClaudeEmulator` (``_emulator``) is assembled by composition, one concept per module.
 Every resource keeps its data in the one ``ClaudeState`` (``_state``, guarded by the
@@ -62,6 +71,9 @@ other without a cycle:
 * the session loop: the session log and its status changes (``_log``), subagent threads
   (``_subagents``), outcomes and their grader (``_outcomes``), the scripted-turn player
   (``_player``), sent events and the history (``_events``);
+* the work queue of self-hosted environments: its items and their leases
+  (``_work_items``), its routes (``_work``), who may call what (``_work_auth``), and the
+  inputs of the sandbox tools that run on the client there (``_builtin_tools``);
 * the resources and their routes: agents (``_agents``), environments (``_environments``),
   files (``_files``), session resources (``_resources``), vaults (``_vaults``), memory
   stores (``_memory``) and their memories (``_memories``), sessions (``_sessions``, with

@@ -6,7 +6,9 @@ Bearer <key>``; on the Bedrock flavor a SigV4 signature for ``bedrock`` or the k
 Bedrock API key bearer), an ``anthropic-version`` header and ``anthropic-beta:
 managed-agents-2026-04-01``, except on the Files API, which is generally available, and on
 memory stores, which take their own beta ``agent-memory-2026-07-22`` too. A route returns the
-JSON it answers with (200), or answers the exchange itself (downloads, streams).
+JSON it answers with (200), or answers the exchange itself (downloads, streams). The
+credentials of self-hosted environments (their keys, their work items' sessions tokens) are
+checked by the ``credentials`` given (``_work_auth``), which decide for every request then.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Callable
 
     from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
+    from req_managed_agents.testing.claude._work_auth import WorkCredentials
     from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
 
 
@@ -41,10 +44,16 @@ class ClaudeAPI:
     ``routes`` of its resources, behind the ``api_key``."""
 
     def __init__(
-        self, api_key: str, routes: Sequence[Route], *, sigv4: _SigV4Verifier | None = None
+        self,
+        api_key: str,
+        routes: Sequence[Route],
+        *,
+        sigv4: _SigV4Verifier | None = None,
+        credentials: WorkCredentials | None = None,
     ) -> None:
         self._api_key = api_key
         self._sigv4 = sigv4  # Claude on Bedrock: SigV4 for "bedrock", or the key as a bearer
+        self._credentials = credentials
         self._router = Router(routes)
 
     def handle(self, exchange: Exchange) -> None:
@@ -55,7 +64,10 @@ class ClaudeAPI:
             route, ids = self._route(request)
             payload = route(exchange, *ids)
         except _APIError as error:
-            self._respond_error(exchange, error.status, error.error_type, error.message)
+            error_object: dict[str, Any] = {"type": error.error_type, "message": error.message}
+            if error.details is not None:
+                error_object["details"] = error.details
+            self._respond_error(exchange, error.status, error_object)
             return
         if payload is not None:
             exchange.respond_json(200, payload, {"request-id": _new_id("req")})
@@ -64,22 +76,18 @@ class ClaudeAPI:
         """Answer an injected error with the API's error object."""
         error_type = fault.error_type or _ERROR_TYPES.get(fault.status, "api_error")
         headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
-        self._respond_error(exchange, fault.status, error_type, fault.message, headers)
+        error_object = {"type": error_type, "message": fault.message}
+        self._respond_error(exchange, fault.status, error_object, headers)
 
     def _respond_error(
         self,
         exchange: Exchange,
         status: int,
-        error_type: str,
-        message: str,
+        error_object: Mapping[str, Any],
         headers: Mapping[str, str] | None = None,
     ) -> None:
         request_id = _new_id("req")
-        body = {
-            "type": "error",
-            "error": {"type": error_type, "message": message},
-            "request_id": request_id,
-        }
+        body = {"type": "error", "error": dict(error_object), "request_id": request_id}
         exchange.respond_json(status, body, {**(headers or {}), "request-id": request_id})
 
     def _check_headers(self, request: RecordedRequest) -> None:
@@ -97,7 +105,9 @@ class ClaudeAPI:
         else:
             if key is None and authorization.startswith("Bearer "):
                 key = authorization[len("Bearer ") :]
-            if key != self._api_key:
+            if self._credentials is not None:
+                self._credentials.authorize(request, key, is_api_key=key == self._api_key)
+            elif key != self._api_key:
                 raise _APIError(401, "invalid x-api-key")
         if "anthropic-version" not in request.headers:
             raise _invalid("anthropic-version: header is required")

@@ -31,6 +31,9 @@ from req_managed_agents.testing.claude._threads import Threads, _thread_view
 from req_managed_agents.testing.claude._turn import Turn, _output_bytes
 from req_managed_agents.testing.claude._vaults import Vaults
 from req_managed_agents.testing.claude._wire import _APIError
+from req_managed_agents.testing.claude._work import WorkQueue
+from req_managed_agents.testing.claude._work_auth import WorkCredentials
+from req_managed_agents.testing.claude._work_items import DEFAULT_LEASE_TTL, WorkItems
 from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
 
 if TYPE_CHECKING:
@@ -52,7 +55,9 @@ class ClaudeEmulator(LoopbackEmulator):
     ``: ping`` line; ``"event"``: an ``event: ping`` frame). ``unique_names`` makes a second
     agent or environment of the same name a 409. ``sse_ids`` adds ``id:`` lines to frames.
     ``downloadable_uploads`` marks uploaded files downloadable, which the real API never
-    does, for tests that want their uploads back.
+    does, for tests that want their uploads back. ``lease_ttl`` is the lease (seconds) of a
+    self-hosted environment's work item: what acknowledging it starts and the longest a
+    heartbeat extends it by (the service's default, 300; short in tests).
 
     ``flavor="bedrock"`` serves Claude Managed Agents on Amazon Bedrock instead: requests
     are signed with SigV4 for service ``bedrock`` in ``region`` with ``access_key_id`` /
@@ -76,6 +81,7 @@ class ClaudeEmulator(LoopbackEmulator):
         region: str = "us-east-1",
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
+        lease_ttl: int = DEFAULT_LEASE_TTL,
     ) -> None:
         if flavor not in ("anthropic", "bedrock"):
             raise ValueError(f"flavor is 'anthropic' or 'bedrock', not {flavor!r}")
@@ -107,7 +113,8 @@ class ClaudeEmulator(LoopbackEmulator):
         self._outcomes = outcomes = Outcomes(log)
         self._files = files = Files(state, downloadable_uploads=downloadable_uploads)
         player = Player(lifecycle, log, Subagents(log), outcomes, files)
-        events = Events(state, log, player, outcomes)
+        self._work = work = WorkItems(state, lease_ttl=lease_ttl)
+        events = Events(state, log, player, outcomes, work)
         self._agents = agents = Agents(
             state, default_script=as_script(script, Turn), unique_names=unique_names
         )
@@ -124,6 +131,7 @@ class ClaudeEmulator(LoopbackEmulator):
             resources=resources,
             files=files,
             events=events,
+            work=work,
         )
         routes = [
             *agents.routes(),
@@ -134,16 +142,20 @@ class ClaudeEmulator(LoopbackEmulator):
             *memory.routes(),
             *Memories(state, memory, api_key=self.api_key).routes(),
         ]
+        self._credentials = credentials = WorkCredentials(state, work)
         if state.bedrock:  # no environments, vaults, files or session resources there
             routes = bedrock_routes(routes)
         else:
             routes += [
                 *environments.routes(),
+                *WorkQueue(lifecycle, state, environments, work).routes(),
                 *resources.routes(),
                 *vaults.routes(),
                 *files.routes(),
             ]
-        api = ClaudeAPI(self.api_key, routes, sigv4=sigv4)
+        api = ClaudeAPI(
+            self.api_key, routes, sigv4=sigv4, credentials=None if state.bedrock else credentials
+        )
         super().__init__(LoopbackServer(lifecycle, api))
 
     # --- set-up and faults for tests ------------------------------------------------------
@@ -200,6 +212,32 @@ class ClaudeEmulator(LoopbackEmulator):
                 )
             except _APIError as error:
                 raise ValueError(error.message) from None
+
+    def environment_key(self, environment_id: str) -> str:
+        """The key of a self-hosted environment (made the first time it is asked for): what
+        a worker polls with, sent as ``Authorization: Bearer``. A cloud environment has none."""
+        try:
+            return self._credentials.environment_key(environment_id)
+        except _APIError as error:
+            raise ValueError(error.message) from None
+
+    def work_items(self, environment_id: str | None = None) -> list[dict[str, Any]]:
+        """The work items of self-hosted environments (of one, with ``environment_id``), as
+        the API shows them now, oldest first (copies; never a secret)."""
+        with self._state.condition:
+            self._work.sweep()
+            return [
+                item.view()
+                for item in self._state.work.values()
+                if environment_id in (None, item.environment_id)
+            ]
+
+    def expire_lease(self, work_id: str) -> None:
+        """End a work item's lease now, as if its ttl had passed with no heartbeat: a
+        starting or active item is queued again (its sessions token no longer works), a
+        stopping one is stopped."""
+        with self._state.condition:
+            self._work.expire(work_id)
 
     def drop_stream(
         self,

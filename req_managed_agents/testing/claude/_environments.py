@@ -1,6 +1,7 @@
 """Environments of the Claude emulator: their REST objects and routes.
 
-Environments are created, read, updated (``config`` replaced whole), listed, archived and
+Environments are created, read, updated (``config`` replaced whole, of the same ``type``:
+a cloud environment cannot become self-hosted, nor the reverse), listed, archived and
 deleted once no session uses them. They answer with their defaults resolved (``_config``).
 With ``unique_names`` a second environment of the same name is a 409.
 """
@@ -14,6 +15,7 @@ from req_managed_agents.testing.claude._config import resolved_environment_confi
 from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     ID,
+    _APIError,
     _archive,
     _check_name_free,
     _flag,
@@ -121,6 +123,12 @@ class Environments:
                 elif key == "config":
                     if value is not None:
                         updated["config"] = resolved_environment_config(value)
+                        if updated["config"]["type"] != environment["config"]["type"]:
+                            raise _APIError(
+                                400,
+                                "config.type: an environment's type cannot change",
+                                details={"error_code": "invalid_config_type_change"},
+                            )
                 elif key == "metadata":
                     updated["metadata"] = _merged_metadata(
                         environment["metadata"], value or {}, empty_deletes=True

@@ -16,6 +16,9 @@ begins. Answers, outcomes and interrupts are processed on receipt.
 The history (``GET /v1/sessions/{id}/events``) pages through the log oldest first, or
 newest first with ``order=desc``, filtered by ``types[]`` and by ``created_at[...]`` bounds
 on ``processed_at``.
+
+Input to a session of a self-hosted environment (any event but ``user.interrupt``) queues a
+work item for it when none is queued or running (``_work_items``).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._outcomes import Outcomes
     from req_managed_agents.testing.claude._player import Player
     from req_managed_agents.testing.claude._state import ClaudeState
+    from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Route
 
 _ANSWERS = (
@@ -114,12 +118,18 @@ class Events:
     """The event routes: sending, with what each event does, and the history."""
 
     def __init__(
-        self, state: ClaudeState, log: SessionLog, player: Player, outcomes: Outcomes
+        self,
+        state: ClaudeState,
+        log: SessionLog,
+        player: Player,
+        outcomes: Outcomes,
+        work: WorkItems,
     ) -> None:
         self._state = state
         self._log = log
         self._player = player
         self._outcomes = outcomes
+        self._work = work
 
     def routes(self) -> list[Route]:
         return [
@@ -146,6 +156,8 @@ class Events:
             for index, event in enumerate(events):
                 check_event(session, index, event, events[:index], self._state.files.__contains__)
             echoes = [self.accept(session, event) for event in events]
+            if any(event["type"] != "user.interrupt" for event in events):
+                self._work.wake(session)
             answering = any(event["type"] in _ANSWERS for event in events)
             if answering and not session.busy and session.awaiting:
                 # Some of the awaited answers are still missing: idle again, naming them.

@@ -1,5 +1,5 @@
-"""The Claude emulator's data model: sessions, their threads, what their turns wait on, and
-stored files.
+"""The Claude emulator's data model: sessions, their threads, what their turns wait on,
+stored files, and the work items of self-hosted environments.
 
 A session carries what its scripted agent is doing: its queued inputs, the tool uses its
 paused turn waits on, the outcome it works toward and its threads (the primary one, whose
@@ -228,3 +228,36 @@ class _StoredFile:
     def scope_id(self) -> str | None:
         scope = self.record.get("scope")
         return None if scope is None else str(scope["id"])
+
+
+@dataclass
+class _WorkItem:
+    """A work item: its REST object (``secret`` always null there) and its lease.
+
+    ``polled_at`` is when a poll handed it out, while it is not acknowledged; ``expires_at``
+    is when its lease ends (``starting``, ``active`` and ``stopping`` items); ``token`` is
+    the sessions token of the last poll, until revoked.
+    """
+
+    record: dict[str, Any]
+    session: _Session
+    ttl: int
+    polled_at: float | None = None
+    expires_at: float | None = None
+    token: str | None = None
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+    @property
+    def state(self) -> str:
+        return str(self.record["state"])
+
+    @property
+    def environment_id(self) -> str:
+        return str(self.record["environment_id"])
+
+    def view(self) -> dict[str, Any]:
+        """The item as the API answers it (a copy, with no secret)."""
+        return copy.deepcopy(self.record)

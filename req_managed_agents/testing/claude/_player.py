@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import scripted_text
+from req_managed_agents.testing.claude._builtin_tools import is_sandbox_call
 from req_managed_agents.testing.claude._model import _Awaited
 from req_managed_agents.testing.claude._shapes import (
     _denial,
@@ -169,7 +170,7 @@ class Player:
             waits_result = (
                 session.self_hosted
                 and server_call.permission == "allow"
-                and server_call.mcp_server is None
+                and is_sandbox_call(server_call)
             )
             use = _tool_use(server_call)
             waits = server_call.permission == "ask" or waits_result

@@ -11,7 +11,7 @@ the agent's ``tools`` and ``mcp_servers`` (not while running), the ``title``, th
 a ``session.updated`` naming only what changed; ``vault_ids`` cannot be updated yet, as with
 the service. The list filters by status, agent (and version), creation time, memory store
 and archiving, newest first unless ``order=asc``; archiving and deleting are refused while
-the session runs.
+the session runs. A session of a self-hosted environment queues a work item as it is made.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._resources import SessionResources
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._vaults import Vaults
+    from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Route
 
 _SESSION_FIELDS = frozenset(
@@ -98,8 +99,10 @@ class Sessions:
         resources: SessionResources,
         files: Files,
         events: Events,
+        work: WorkItems,
     ) -> None:
         self._state = state
+        self._work = work
         self._log = log
         self._agents = agents
         self._environments = environments
@@ -230,6 +233,7 @@ class Sessions:
             session = _Session(record, self._state.agent_scripts[agent_id], self_hosted=self_hosted)
             initial = self._initial_events(body.get("initial_events"), session)
             self._state.sessions[record["id"]] = session
+            self._work.queue(session)  # a self-hosted environment's sandbox must serve it
             for index, (kind, value) in enumerate(attached):
                 if kind == "file":
                     self._resources.mount(session, *value)

@@ -19,7 +19,7 @@ from req_managed_agents.testing.server import query_value
 if TYPE_CHECKING:
     import threading
 
-    from req_managed_agents.testing.claude._model import _Session, _StoredFile
+    from req_managed_agents.testing.claude._model import _Session, _StoredFile, _WorkItem
     from req_managed_agents.testing.claude._turn import Turn
     from req_managed_agents.testing.server import RecordedRequest
 
@@ -49,6 +49,12 @@ class ClaudeState:
         self.memories: dict[str, dict[str, dict[str, Any]]] = {}  # store id -> memory id -> it
         # store id -> version id -> version, oldest first
         self.memory_versions: dict[str, dict[str, dict[str, Any]]] = {}
+        # Self-hosted environments: their work items (oldest first), their keys, the live
+        # sessions token of each item handed out, and when each worker last polled.
+        self.work: dict[str, _WorkItem] = {}
+        self.environment_keys: dict[str, str] = {}  # environment id -> its key
+        self.work_tokens: dict[str, str] = {}  # sessions token -> work item id
+        self.workers_polling: dict[str, dict[str, float]] = {}  # env id -> worker -> time
         self._cursors: dict[str, tuple[str, int]] = {}  # page token -> (scope, offset)
 
     def known_session(self, session_id: str) -> _Session:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._builtin_tools import check_sandbox_call
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable, Literal
@@ -31,8 +33,10 @@ class Turn:
     explanation. ``usage`` is ``(input_tokens, output_tokens)``. ``delay`` is how long the
     turn "thinks" after it starts; ``thinking`` logs an ``agent.thinking`` before the
     message. ``server_tool_calls`` run on the service (see :class:`ToolCall` for their
-    permissions; in a self-hosted environment an allowed built-in tool call waits for the
-    client's ``user.tool_result`` instead); ``tool_calls`` are custom tools the client runs.
+    permissions); in a self-hosted environment an allowed call to a sandbox tool of the
+    built-in toolset (``bash``, ``read``, ``write``, ``edit``, ``glob``, ``grep``, whose
+    input must be one the API sends: ``call("bash", command="ls")``) waits for the client's
+    ``user.tool_result`` instead. ``tool_calls`` are custom tools the client runs.
     ``end`` picks the ending: ``"end_turn"`` (idle; ``requires_action`` when calls wait on
     the client), ``"terminated"`` or ``"error"`` (a terminal ``session.error``, then
     terminated). ``outputs`` maps file names to the bytes the agent writes under
@@ -67,6 +71,8 @@ class Turn:
         # Tuples, so a script cannot change under a running session.
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         object.__setattr__(self, "server_tool_calls", tuple(self.server_tool_calls))
+        for server_call in self.server_tool_calls:
+            check_sandbox_call(server_call)
         outputs = {name: _output_bytes(name, data) for name, data in self.outputs.items()}
         object.__setattr__(self, "outputs", MappingProxyType(outputs))
 

@@ -71,13 +71,22 @@ def _new_id(prefix: str) -> str:
 
 
 class _APIError(Exception):
-    """Raised by a route to answer with the API's error object."""
+    """Raised by a route to answer with the API's error object; ``details`` (with its
+    ``error_code``) names the cause where the API does."""
 
-    def __init__(self, status: int, message: str, error_type: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        error_type: str | None = None,
+        *,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.error_type = error_type or _ERROR_TYPES.get(status, "api_error")
+        self.details = details
 
 
 def _invalid(message: str) -> _APIError:
