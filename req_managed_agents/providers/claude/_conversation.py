@@ -54,6 +54,8 @@ from req_managed_agents.providers.claude._events import (
     MCP_ELICITATION,
     OUTCOME_EVALUATION_END,
     OUTCOME_SETTLED,
+    SANDBOX_TOOL_RESULT,
+    SANDBOX_TOOL_USE,
     TOOL_CONFIRMATION,
     asks_permission,
     custom_tool_result,
@@ -62,6 +64,7 @@ from req_managed_agents.providers.claude._events import (
     elicitation_response,
     is_boundary,
     normalize,
+    sandbox_tool_result,
     text_of,
     tool_confirmation,
     tool_use_of,
@@ -108,6 +111,9 @@ class ClaudeConversation:
         self._tool_uses: dict[str, ToolUse] = {}
         self._asks: dict[str, ToolUse] = {}
         self._elicitations: dict[str, Elicitation] = {}  # Claude on Bedrock
+        # Built-in tool uses: a self-hosted environment's sandbox (here) runs those the
+        # idle waits on, and answers them with user.tool_result.
+        self._sandbox: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
         self._outcome_pending = False
         # Digests of the prompts the session has recorded (a keyed run asks).
@@ -166,7 +172,7 @@ class ClaudeConversation:
         turn_events = history[previous + 1 : last + 1]
         for event in (*turn_events, *tail):
             self._on_event(event)
-        turn = normalize(turn_events, self._tool_uses, self._asks, self._elicitations)
+        turn = self._normalize(turn_events)
         if turn.terminal != "terminated" and self._archived():
             return replace(turn, terminal="terminated", stop_reason={"type": "archived"})
         resolved = self._resolve(turn)
@@ -218,7 +224,9 @@ class ClaudeConversation:
             return use.session_thread_id if use else None
 
         events = [
-            custom_tool_result(result, thread_of(result.tool_use_id))
+            sandbox_tool_result(result)
+            if result.tool_use_id in self._sandbox
+            else custom_tool_result(result, thread_of(result.tool_use_id))
             for result in results
             if result.tool_use_id not in self._answered
         ]
@@ -309,10 +317,18 @@ class ClaudeConversation:
         elif asks_permission(event):
             tool_use = tool_use_of(event)
             self._asks.setdefault(tool_use.id, tool_use)
+        elif kind == SANDBOX_TOOL_USE:
+            tool_use = tool_use_of(event)
+            self._sandbox.setdefault(tool_use.id, tool_use)
         elif kind == MCP_ELICITATION:
             elicitation = elicitation_of(event)
             self._elicitations.setdefault(elicitation.id, elicitation)
-        elif kind in (CUSTOM_TOOL_RESULT, TOOL_CONFIRMATION, ELICITATION_RESPONSE):
+        elif kind in (
+            CUSTOM_TOOL_RESULT,
+            TOOL_CONFIRMATION,
+            ELICITATION_RESPONSE,
+            SANDBOX_TOOL_RESULT,
+        ):
             self._answered.add(answered_id(event))
         elif kind == DEFINE_OUTCOME:
             self._outcome_pending = True  # a resumed session may be working toward one
@@ -371,11 +387,12 @@ class ClaudeConversation:
                 batch.append(event)
                 if not is_boundary(event):
                     continue
-                turn = self._resolve(
-                    normalize(batch, self._tool_uses, self._asks, self._elicitations)
-                )
+                turn = self._resolve(self._normalize(batch))
                 if turn is not None:
                     return turn
+
+    def _normalize(self, batch: Sequence[Event]) -> TurnResult:
+        return normalize(batch, self._tool_uses, self._asks, self._elicitations, self._sandbox)
 
     def _resolve(self, turn: TurnResult) -> TurnResult | None:
         """Drop the calls already answered. ``None`` when the turn has not really ended: an

@@ -44,6 +44,7 @@ __all__ = [
     "interrupt",
     "is_boundary",
     "normalize",
+    "sandbox_tool_result",
     "text_of",
     "tool_confirmation",
     "tool_use_of",
@@ -60,7 +61,9 @@ MCP_ELICITATION = "agent.mcp_elicitation"  # Claude on Bedrock
 ELICITATION_RESPONSE = "user.mcp_elicitation_response"
 DEFINE_OUTCOME = "user.define_outcome"
 OUTCOME_EVALUATION_END = "span.outcome_evaluation_end"
-SERVER_TOOL_USES = frozenset({"agent.tool_use", "agent.mcp_tool_use"})
+SANDBOX_TOOL_USE = "agent.tool_use"
+SANDBOX_TOOL_RESULT = "user.tool_result"
+SERVER_TOOL_USES = frozenset({SANDBOX_TOOL_USE, "agent.mcp_tool_use"})
 # Evaluation results after which no more grading follows for that outcome.
 OUTCOME_SETTLED = frozenset({"satisfied", "failed", "max_iterations_reached", "interrupted"})
 _ENDING_TYPES = frozenset(
@@ -80,14 +83,31 @@ def custom_tool_result(result: ToolResult, session_thread_id: str | None = None)
         "type": CUSTOM_TOOL_RESULT,
         "custom_tool_use_id": result.tool_use_id,
         "is_error": result.is_error,
+        **_result_content(result),
     }
-    if result.blocks:
-        event["content"] = [_content_block(block) for block in result.blocks if block != ""]
-    elif result.content:
-        event["content"] = [{"type": "text", "text": result.content}]
     if session_thread_id:
         event["session_thread_id"] = session_thread_id
     return event
+
+
+def sandbox_tool_result(result: ToolResult) -> dict[str, Any]:
+    """The answer to a built-in tool's ``agent.tool_use`` that the sandbox - here, in a
+    self-hosted environment - ran."""
+    return {
+        "type": SANDBOX_TOOL_RESULT,
+        "tool_use_id": result.tool_use_id,
+        "is_error": result.is_error,
+        **_result_content(result),
+    }
+
+
+def _result_content(result: ToolResult) -> dict[str, Any]:
+    """A result's ``content`` (none for an empty text: empty text blocks are refused)."""
+    if result.blocks:
+        return {"content": [_content_block(block) for block in result.blocks if block != ""]}
+    if result.content:
+        return {"content": [{"type": "text", "text": result.content}]}
+    return {}
 
 
 def _content_block(block: ContentBlock) -> dict[str, Any]:
@@ -247,14 +267,18 @@ def normalize(
     known_tool_uses: Mapping[str, ToolUse],
     known_asks: Mapping[str, ToolUse] | None = None,
     known_elicitations: Mapping[str, Elicitation] | None = None,
+    known_sandbox: Mapping[str, ToolUse] | None = None,
 ) -> TurnResult:
     """Fold one turn's events into a :class:`TurnResult`.
 
     The latest boundary decides the terminal. For ``requires_action`` the events named by
     ``stop_reason.event_ids`` are looked up in this batch first, then in ``known_tool_uses``
     (every custom tool use seen earlier in the session), ``known_asks`` (provider tool
-    uses waiting for permission) and ``known_elicitations``, because an idle may point at
-    an event delivered in an earlier batch.
+    uses waiting for permission), ``known_elicitations`` and ``known_sandbox`` (built-in
+    tool uses), because an idle may point at an event delivered in an earlier batch. A
+    built-in ``agent.tool_use`` the idle waits on without asking permission is the sandbox's
+    call to run here (a self-hosted environment): it joins ``tool_uses``, answered with a
+    ``user.tool_result``.
     """
     boundary = next((event for event in reversed(batch) if is_boundary(event)), None)
     terminal, stop_reason = _terminal(boundary)
@@ -263,6 +287,7 @@ def normalize(
     server_tool_uses: list[ToolUse] = []
     batch_tool_uses: dict[str, ToolUse] = {}
     batch_asks: dict[str, ToolUse] = {}
+    batch_sandbox: dict[str, ToolUse] = {}
     batch_elicitations: dict[str, Elicitation] = {}
     outcome: Mapping[str, Any] | None = None
     for event in batch:
@@ -281,6 +306,8 @@ def normalize(
             server_tool_uses.append(tool_use)
             if asks_permission(event):
                 batch_asks[tool_use.id] = tool_use
+            elif kind == SANDBOX_TOOL_USE:
+                batch_sandbox[tool_use.id] = tool_use
         elif kind == MCP_ELICITATION:
             elicitation = elicitation_of(event)
             batch_elicitations[elicitation.id] = elicitation
@@ -305,6 +332,11 @@ def normalize(
             asked = batch_elicitations.get(event_id) or (known_elicitations or {}).get(event_id)
             if asked is not None and asked not in elicitations:
                 elicitations.append(asked)
+                continue
+            local = batch_sandbox.get(event_id) or (known_sandbox or {}).get(event_id)
+            if local is not None and local not in tool_uses:
+                tool_uses.append(local)
+        server_tool_uses = [use for use in server_tool_uses if use not in tool_uses]
     return TurnResult(
         terminal=terminal,
         text="\n".join(texts),
