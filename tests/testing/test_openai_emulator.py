@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import pytest
 
-from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, call
+from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, ToolCall, call
 from tests.support.openai_api import (
     EventReader,
     OpenAIApi,
@@ -246,6 +246,8 @@ def test_bad_session_bodies_are_refused(harness: Any, body: Any, status: int, co
 
 def test_lists_refuse_bad_paging(harness: Any) -> None:
     _, api = harness()
+    too_many = {f"metadata[k{i}]": "v" for i in range(17)}
+    assert error_of(api.get("/agents/sessions", **too_many), 400)["param"] == "metadata"
     for params in (
         {"limit": 0},
         {"limit": 101},
@@ -576,3 +578,50 @@ def test_the_pytest_fixture(openai_emulator: OpenAIAgentsEmulator) -> None:
     wait_for(openai_emulator, session_id, "idle")
     assert openai_emulator.items(session_id)[-1]["content"][0]["text"] == "From the fixture."
     api.close()
+
+
+def test_a_step_does_not_start_past_the_spend_limit(harness: Any) -> None:
+    emulator, api = harness(ONE_CALL)
+    session_id = api.new_session(spend_control={"limit": 15})  # the first step spends 15
+    accepted(api.send(session_id, message("Go.")))
+    wait_for(emulator, session_id, "requires_action")
+    [action] = emulator.session(session_id)["required_actions"]
+    accepted(api.send(session_id, tool_result(action, "3")))
+    wait_for(emulator, session_id, "budget_reached")
+    assert types(emulator, session_id)[-3:] == ["error", "turn.failed", "budget_reached"]
+    assert emulator.turns(session_id)[0]["error"]["code"] == "session_budget_exceeded"
+    assert emulator.session(session_id)["spend_control"] == {"consumed": 15, "limit": 15}
+
+
+@pytest.mark.parametrize(
+    ("decision", "status", "said"),
+    [
+        ("approve", "completed", "approved"),
+        ("deny", "failed", "denied"),
+        ("cancel", "incomplete", "cancelled"),
+    ],
+)
+def test_an_mcp_approval_decides_the_call(
+    harness: Any, decision: str, status: str, said: str
+) -> None:
+    asking = ToolCall("fetch", {"url": "u"}, result="page", permission="ask", mcp_server="web")
+    script = [OpenAITurn(mcp_calls=[asking]), OpenAITurn(text=lambda answers: answers[0])]
+    emulator, api = harness(script)
+    session_id = api.new_session()
+    accepted(api.send(session_id, message("Fetch.")))
+    wait_for(emulator, session_id, "requires_action")
+    [action] = emulator.session(session_id)["required_actions"]
+    assert action["request"]["arguments"] == '{"url":"u"}'
+    answer = {
+        "type": "agent.session.input.mcp_approval_request_result",
+        "request_id": action["request_id"],
+        "response": {"type": "mcp_tool_call", "decision": decision},
+    }
+    accepted(api.send(session_id, answer))
+    wait_for(emulator, session_id, "idle")
+    mcp_call = emulator.items(session_id)[1]
+    assert (mcp_call["type"], mcp_call["status"]) == ("mcp_call", status)
+    assert (mcp_call["output"] == "page") is (decision == "approve")
+    assert emulator.items(session_id)[-1]["content"][0]["text"] == said
+    again = error_of(api.send(session_id, answer), 400)
+    assert again["code"] == "approval_already_submitted"

@@ -25,7 +25,7 @@ from req_managed_agents.testing.openai._config import (
     session_tools,
 )
 from req_managed_agents.testing.openai._model import Session, token_usage
-from req_managed_agents.testing.openai._params import SESSION_CREATE, SESSION_UPDATE
+from req_managed_agents.testing.openai._params import METADATA, SESSION_CREATE, SESSION_UPDATE
 from req_managed_agents.testing.openai._schema import invalid_value
 from req_managed_agents.testing.openai._state import check_query, page
 from req_managed_agents.testing.openai._wire import (
@@ -169,6 +169,7 @@ class Sessions:
             for name, values in request.query.items()
             if name.startswith("metadata[") and name.endswith("]")
         }
+        METADATA(wanted, "metadata")
         with self._state.condition:
             views = [
                 session.view()

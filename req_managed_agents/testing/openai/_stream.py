@@ -4,9 +4,11 @@ A connection first gets a snapshot of the session's status (``agent.session.idle
 ``in_progress``, ``requires_action``, ``failed`` or ``budget_reached``, with the session as
 it is then; a fresh ``event_id``, not in the log, not a fault position), then every event
 logged after it opened, in log order (no replay of what happened while nobody listened),
-each as an ``event: <type>`` and ``data: <json>`` frame with no ``id:`` line (the id is the
-event's ``event_id``), and a ``: keep-alive`` comment after each ``ping_interval`` of
-silence. Events carry random ``obfuscation`` padding unless the connection asked for
+each as an ``event: <type>`` and ``data: <json>`` frame, and a ``: keep-alive`` comment
+after each ``ping_interval`` of silence. Frames have no ``id:`` line (the id is the event's
+``event_id``): the SDK's decoder keeps the last ``id:`` across frames, as SSE says, so a
+keep-alive's blank line after one would decode as an event with empty data, which it
+cannot parse. Events carry random ``obfuscation`` padding unless the connection asked for
 ``include_obfuscation=false``. The stream never ends by itself: it lasts until the client
 leaves, the session is deleted (a clean end) or the emulator closes. ``serve`` is shared
 with ``POST /v1/agents/sessions`` with ``stream: true``, whose stream starts at the log's
