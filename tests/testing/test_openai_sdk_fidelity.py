@@ -161,6 +161,15 @@ def test_sessions_round_trip_through_the_sdk(sdk: Any) -> None:
     assert inline.environment.type == "self_hosted"
     assert inline.environment.remote_url.startswith("ws://127.0.0.1:")  # type: ignore[union-attr]
 
+    http = {"type": "http", "server_url": "https://mcp.example", "headers": {"x-team": "qa"}}
+    mcp = {"type": "mcp", "server_label": "docs", "transport": http}
+    saved = client.beta.agents.create(model="m", tools=[mcp, {"type": "tool_search"}])
+    assert saved.tools[0].transport.headers == {"x-team": "qa"}  # type: ignore[union-attr]
+    inherited = sessions.create(agent_id=saved.id, environment={"type": "none"}, input="Hi.")
+    [tool] = inherited.agent.tools  # a session has no tool_search, and shows no headers
+    assert tool.type == "mcp"
+    assert tool.transport.model_dump() == {"server_url": "https://mcp.example", "type": "http"}
+
     updated = sessions.update(
         hosted.id,
         agent={"model": "gpt-5.1", "reasoning": {"effort": "low"}, "tools": None},
@@ -176,7 +185,7 @@ def test_sessions_round_trip_through_the_sdk(sdk: Any) -> None:
     )
     assert updated.spend_control.limit is None
 
-    assert [s.id for s in sessions.list(limit=1)] == [inline.id, hosted.id]
+    assert [s.id for s in sessions.list(limit=1)] == [inherited.id, inline.id, hosted.id]
     assert [s.id for s in sessions.list(agent_id=agent_id)] == [hosted.id]
     assert [s.id for s in sessions.list(metadata={"run": "2"})] == [hosted.id]
 

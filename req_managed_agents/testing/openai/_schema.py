@@ -68,12 +68,12 @@ def boolean(value: Any, path: str) -> Any:
     return value
 
 
-def integer(minimum: int | None = None, maximum: int | None = None) -> Check:
+def integer(minimum: int | None = None) -> Check:
     def check(value: Any, path: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise _wrong_type(path, "an integer", value)
-        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            raise invalid_value(path, f"must be between {minimum} and {maximum}.")
+        if minimum is not None and value < minimum:
+            raise invalid_value(path, f"must be at least {minimum}.")
         return value
 
     return check
@@ -100,7 +100,7 @@ def nullable(inner: Check) -> Check:
     return check
 
 
-def array(item: Check, *, min_items: int = 0, max_items: int | None = None) -> Check:
+def array(item: Check, *, min_items: int = 0) -> Check:
     def check(value: Any, path: str) -> Any:
         if not isinstance(value, list):
             raise _wrong_type(path, "an array", value)
@@ -111,8 +111,6 @@ def array(item: Check, *, min_items: int = 0, max_items: int | None = None) -> C
                 param=path,
                 code="empty_array",
             )
-        if max_items is not None and len(value) > max_items:
-            raise invalid_value(path, f"must have at most {max_items} items.")
         for index, element in enumerate(value):
             item(element, f"{path}[{index}]")
         return value
