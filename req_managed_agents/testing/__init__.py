@@ -239,6 +239,38 @@ committed turn), ``commands`` (:class:`CommandRecord`), ``stopped_sessions``
 (:class:`StoppedSession`), ``signature_failures``,
 ``harnesses()``, ``pending_faults()`` and ``requests``. The ``agentcore_emulator`` fixture
 yields a fresh ``AgentCoreEmulator()``.
+
+:class:`OpenAIAgentsEmulator` is OpenAI's Agents API (``/v1/agents``, sessions, their
+events, items, turns and subagents) on ``127.0.0.1``: point a client at
+``emulator.base_url`` (it ends in ``/v1``) with ``Authorization: Bearer <emulator.api_key>``
+and ``OpenAI-Beta: agents=v1``. Its agents play scripts of :class:`OpenAITurn` steps, one
+per input: a user message, or the complete set of answers (``agent.session.input.tool_result``
+per function call, ``agent.session.input.mcp_approval_request_result`` per MCP approval) to
+what the previous step paused on; the API turn stays open (``waiting``) across the pauses
+and completes with the first step that makes no calls. Every answer and event fits the
+official ``openai`` SDK's models exactly (its tests validate them strictly), and the SDK's
+own ``client.beta.agents.sessions.stream(..., tool_handlers=...)`` runs against it::
+
+    from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, call
+
+    script = [
+        OpenAITurn(tool_calls=[call("get_weather", city="Paris")]),
+        OpenAITurn(text=lambda results: f"It is {results[0]} in Paris."),
+    ]
+    with OpenAIAgentsEmulator(script) as emulator:
+        agent_id = emulator.add_agent()
+        ...  # a client with base_url=emulator.base_url, api_key=emulator.api_key
+        assert emulator.events(session_id)[0]["type"] == "agent.session.created"
+
+The wire behaviour (status snapshot on connect, the order of events per turn, catching up
+from items and turns, idempotency keys, error codes) is described in
+:mod:`req_managed_agents.testing.openai`. Faults: the request faults above, the Claude
+emulator's stream faults (``drop_stream``, ``stall_stream``, ``corrupt_stream``,
+``duplicate_stream``, ``duplicate_stream_events``, at positions of ``events(session_id)``),
+``refuse_unregistered_results(times)`` (the registration race the SDK retries),
+``terminate_session`` and ``fail_turn``. For assertions: ``events``, ``items``, ``turns``,
+``session``, ``session_ids``, ``requests``, ``stream_connections``, ``pending_faults``. The
+``openai_emulator`` fixture yields a fresh ``OpenAIAgentsEmulator()``.
 """
 
 from __future__ import annotations
@@ -253,6 +285,7 @@ from req_managed_agents.testing.agentcore import (
     StoppedSession,
 )
 from req_managed_agents.testing.claude import ClaudeEmulator, Turn
+from req_managed_agents.testing.openai import OpenAIAgentsEmulator, OpenAITurn
 from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 
 __all__ = [
@@ -262,6 +295,8 @@ __all__ = [
     "CommandRecord",
     "ConverseTurn",
     "Invocation",
+    "OpenAIAgentsEmulator",
+    "OpenAITurn",
     "RecordedRequest",
     "StoppedSession",
     "StreamConnection",

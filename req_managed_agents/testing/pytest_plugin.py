@@ -1,5 +1,5 @@
-"""Pytest plugin providing the ``claude_emulator``, ``claude_bedrock_emulator`` and
-``agentcore_emulator`` fixtures.
+"""Pytest plugin providing the ``claude_emulator``, ``claude_bedrock_emulator``,
+``agentcore_emulator`` and ``openai_emulator`` fixtures.
 
 Registered as a ``pytest11`` entry point, so installing the SDK makes the fixtures available
 to every test suite without a conftest import.
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator
+from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, OpenAIAgentsEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,4 +43,11 @@ def agentcore_emulator() -> Iterator[AgentCoreEmulator]:
     Needs botocore (the ``aws`` extra), which only this fixture's use imports.
     """
     with AgentCoreEmulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def openai_emulator() -> Iterator[OpenAIAgentsEmulator]:
+    """A started :class:`OpenAIAgentsEmulator` with default settings, closed after the test."""
+    with OpenAIAgentsEmulator() as emulator:
         yield emulator

@@ -1,0 +1,146 @@
+"""The OpenAI emulator's event streams: ``GET /v1/agents/sessions/{id}/events`` as SSE.
+
+A connection first gets a snapshot of the session's status (``agent.session.idle``,
+``in_progress``, ``requires_action``, ``failed`` or ``budget_reached``, with the session as
+it is then; a fresh ``event_id``, not in the log, not a fault position), then every event
+logged after it opened, in log order (no replay of what happened while nobody listened),
+each as an ``event: <type>`` and ``data: <json>`` frame, and a ``: keep-alive`` comment
+after each ``ping_interval`` of silence. Frames have no ``id:`` line (the id is the event's
+``event_id``): the SDK's decoder keeps the last ``id:`` across frames, as SSE says, so a
+keep-alive's blank line after one would decode as an event with empty data, which it
+cannot parse. Events carry random ``obfuscation`` padding unless the connection asked for
+``include_obfuscation=false``. The stream never ends by itself: it lasts until the client
+leaves, the session is deleted (a clean end) or the emulator closes. ``serve`` is shared
+with ``POST /v1/agents/sessions`` with ``stream: true``, whose stream starts at the log's
+first event (``agent.session.created``) instead of a snapshot.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import secrets
+import string
+import time
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.openai._log import status_event
+from req_managed_agents.testing.openai._schema import invalid_value
+from req_managed_agents.testing.openai._state import check_query
+from req_managed_agents.testing.openai._wire import SESSION_PATH, new_id
+from req_managed_agents.testing.server import query_value
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from req_managed_agents.testing.openai._model import Session
+    from req_managed_agents.testing.openai._state import OpenAIState
+    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle, Route
+
+HEARTBEAT = b": keep-alive\n\n"
+# A stream re-checks for a vanished client at least this often (seconds).
+_DISCONNECT_POLL = 0.1
+_PADDING = string.ascii_letters + string.digits
+
+
+class EventStream:
+    """The stream route: a session's log, as it grows, over SSE, after a status snapshot.
+
+    ``ping_interval`` is the silence after which a stream writes a keep-alive comment.
+    """
+
+    def __init__(self, lifecycle: Lifecycle, state: OpenAIState, *, ping_interval: float) -> None:
+        if ping_interval <= 0:
+            raise ValueError("ping_interval must be positive")
+        self._lifecycle = lifecycle
+        self._state = state
+        self._ping_interval = ping_interval
+
+    def routes(self) -> list[Route]:
+        return [("GET", f"{SESSION_PATH}/events", self._stream_events)]
+
+    def _stream_events(self, exchange: Exchange, session_id: str) -> None:
+        request = exchange.request
+        check_query(request, ("include_obfuscation",))
+        obfuscated = query_value(request, "include_obfuscation") or "true"
+        if obfuscated not in ("true", "false"):
+            raise invalid_value("include_obfuscation", "must be 'true' or 'false'.")
+        with self._state.condition:
+            session = self._state.live_session(session_id)
+            # No replay: only events logged from now on. Taken with the snapshot, before
+            # the head is sent, so the snapshot and what follows it agree.
+            cursor = len(session.log)
+            snapshot = {"event_id": new_id("event"), **status_event(session)}
+        self.serve(exchange, session, cursor, [snapshot], obfuscated=obfuscated == "true")
+
+    def serve(
+        self,
+        exchange: Exchange,
+        session: Session,
+        cursor: int,
+        opening: list[dict[str, Any]],
+        *,
+        obfuscated: bool,
+    ) -> None:
+        """Stream the session's log from position ``cursor``, after the ``opening`` frames."""
+        stream = exchange.open_stream(
+            session.id,
+            "text/event-stream",
+            {"x-request-id": new_id("req"), "Cache-Control": "no-cache"},
+        )
+        frame = functools.partial(_frame, obfuscated=obfuscated)
+        for event in opening:
+            if not stream.write(frame(event)):
+                return
+        self._pump(session, stream, cursor, frame)
+
+    def _pump(
+        self,
+        session: Session,
+        stream: ChunkedStream,
+        cursor: int,
+        frame: functools.partial[bytes],
+    ) -> None:
+        """Forward new log events to one stream until it ends; ping when it is quiet."""
+        log = session.log
+        quiet_since = time.monotonic()
+        poll = min(self._ping_interval, _DISCONNECT_POLL)
+        while True:
+            with self._state.condition:
+                if len(log) <= cursor and not self._lifecycle.stopping and not session.deleted:
+                    self._state.condition.wait(poll)
+                if self._lifecycle.stopping:
+                    stream.abort("emulator_closed")
+                    return
+                fresh = list(log[cursor:])  # logged events are never changed
+                deleted = session.deleted
+            for position, event in enumerate(fresh, start=cursor):
+                corrupted = functools.partial(frame, event, cut=True)
+                if not stream.send_event(frame(event), position, corrupted):
+                    return
+            cursor += len(fresh)
+            if deleted:
+                stream.finish("session_deleted")
+                return
+            now = time.monotonic()
+            if fresh:
+                quiet_since = now
+            elif now - quiet_since >= self._ping_interval:
+                if not stream.write(HEARTBEAT):
+                    return
+                quiet_since = now
+            if stream.client_gone():
+                stream.abort("client_closed")
+                return
+
+
+def _frame(event: Mapping[str, Any], *, obfuscated: bool, cut: bool = False) -> bytes:
+    """An event's SSE frame; ``cut`` (``corrupt_stream``) keeps only the first half of its
+    JSON, which never parses: the closing brace is gone."""
+    if obfuscated:
+        padding = "".join(secrets.choice(_PADDING) for _ in range(4 + secrets.randbelow(13)))
+        event = {**event, "obfuscation": padding}
+    data = json.dumps(event, separators=(",", ":"))
+    if cut:
+        data = data[: len(data) // 2]
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
