@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import ToolResult
+from req_managed_agents.tools._handler import ToolContext
 from req_managed_agents.toolset import _process
 from req_managed_agents.toolset._failure import ToolFailure
 from req_managed_agents.toolset._inputs import optional_flag, optional_integer, optional_text
-from req_managed_agents.toolset._sandbox import SYSTEM_PATH, Sandbox, shell_path
+from req_managed_agents.toolset._sandbox import SYSTEM_PATH, Sandbox
 
 __all__ = ["BashTool", "shell_environment"]
 
@@ -55,24 +55,24 @@ def shell_environment(workdir: str, extras: Mapping[str, str] | None) -> dict[st
 
 @dataclass(frozen=True)
 class BashTool:
-    """``bash`` over one workdir and sandbox; ``timeout`` caps every call, in seconds."""
+    """``bash`` over one workdir and sandbox (``shell`` is the bash, or sh, to run);
+    ``timeout`` caps every call, in seconds."""
 
     workdir: str
     sandbox: Sandbox
+    shell: str
     env: Mapping[str, str]
     timeout: float
     max_output: int
 
-    def __call__(
-        self, input: Mapping[str, Any], tool_use_id: str, cancelled: threading.Event
-    ) -> ToolResult:
+    def __call__(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer a ``bash`` call."""
         command = optional_text(input, "command")
         restart = optional_flag(input, "restart")
         timeout_ms = optional_integer(input, "timeout_ms")
         if not command:
             if restart:
-                return ToolResult(tool_use_id, "bash session restarted")
+                return ToolResult(context.tool_use_id, "bash session restarted")
             raise ToolFailure("command is required")
         if "\x00" in command:
             raise ToolFailure("command contains a NUL byte")
@@ -81,18 +81,18 @@ class BashTool:
             timeout = min(timeout, timeout_ms / 1000)
         try:
             done = _process.run(
-                [*self.sandbox.prefix, shell_path(), "-c", command],
+                [*self.sandbox.prefix, self.shell, "-c", command],
                 cwd=self.workdir,
                 env=self.env,
                 timeout=timeout,
-                cancelled=cancelled,
+                cancelled=context.cancelled,
                 max_output=self.max_output,
             )
         except OSError as exc:
             raise ToolFailure(
                 f"the shell could not be started ({exc.strerror or 'error'})"
             ) from None
-        return self._answer(done, timeout, tool_use_id)
+        return self._answer(done, timeout, context.tool_use_id)
 
     def _answer(self, done: _process.Completed, timeout: float, tool_use_id: str) -> ToolResult:
         failed = done.returncode != 0 or done.timed_out or done.cancelled

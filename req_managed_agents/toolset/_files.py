@@ -17,12 +17,13 @@ import stat
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from req_managed_agents.model._vocabulary import Document, Image, ToolResult
+from req_managed_agents.tools._handler import ToolContext
 from req_managed_agents.toolset._failure import ToolFailure, shown
 from req_managed_agents.toolset._inputs import optional_flag, required_text
-from req_managed_agents.toolset._paths import Location, Workdir
+from req_managed_agents.toolset._paths import CREATE_FILE, OPEN_FILE, Location, Workdir
 
 __all__ = ["FileTools"]
 
@@ -42,8 +43,6 @@ MEDIA_TYPES = {
 }
 """Files ``read`` answers as content blocks, by extension, rather than as text."""
 
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 64 * 1024
 
 
@@ -55,7 +54,7 @@ class FileTools:
     workdir: Workdir
     max_output: int
 
-    def read(self, input: Mapping[str, Any], tool_use_id: str) -> ToolResult:
+    def read(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer a ``read`` call."""
         given = input.get("file_path")
         parts = self.workdir.parts(given, "file_path")
@@ -67,9 +66,9 @@ class FileTools:
             if media_type is not None:
                 if view is not None:
                     raise ToolFailure("view_range does not apply to images and PDFs")
-                return ToolResult.of_blocks(tool_use_id, [_media(file, media_type)])
+                return ToolResult.of_blocks(context.tool_use_id, [_media(file, media_type)])
             if view is not None:
-                return ToolResult(tool_use_id, self._lines(file, *view))
+                return ToolResult(context.tool_use_id, self._lines(file, *view))
             size = os.fstat(file.fileno()).st_size
             if size > self.max_output:
                 raise ToolFailure(
@@ -77,18 +76,18 @@ class FileTools:
                     "this tool answers at once; read parts of it with view_range, "
                     "e.g. [1, 500]"
                 )
-            return ToolResult(tool_use_id, _decoded(file.read(self.max_output + 1)))
+            return ToolResult(context.tool_use_id, _decoded(file.read(self.max_output + 1)))
 
-    def write(self, input: Mapping[str, Any], tool_use_id: str) -> ToolResult:
+    def write(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer a ``write`` call: the whole file, parents created inside the workdir."""
         given = input.get("file_path")
         parts = self.workdir.parts(given, "file_path")
         data = _encoded(required_text(input, "content"))
         with self.workdir.locate(parts, create_dirs=True) as location:
             _replace(location, data)
-        return ToolResult(tool_use_id, f"wrote {len(data)} bytes to {given}")
+        return ToolResult(context.tool_use_id, f"wrote {len(data)} bytes to {given}")
 
-    def edit(self, input: Mapping[str, Any], tool_use_id: str) -> ToolResult:
+    def edit(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer an ``edit`` call: ``old_string`` must occur once unless ``replace_all``."""
         given = input.get("file_path")
         parts = self.workdir.parts(given, "file_path")
@@ -118,9 +117,9 @@ class FileTools:
                 raise ToolFailure(f"the edit would make {given} larger than {EDIT_MAX_BYTES} bytes")
             _replace(location, data)
         replaced = count if replace_all else 1
-        return ToolResult(tool_use_id, f"edited {given} ({replaced} replacement(s))")
+        return ToolResult(context.tool_use_id, f"edited {given} ({replaced} replacement(s))")
 
-    def _lines(self, file: Any, start: int, end: int) -> str:
+    def _lines(self, file: IO[bytes], start: int, end: int) -> str:
         """Lines ``start``..``end`` (end <= 0: to the last), read a bounded piece at a
         time so that neither a huge file nor a huge line is loaded whole."""
         decoder = codecs.getincrementaldecoder("utf-8")()
@@ -176,7 +175,7 @@ def _open_regular(location: Location) -> int:
     refused before a read could block on it."""
     if location.name == ".":
         raise IsADirectoryError(errno.EISDIR, "is a directory")
-    fd = os.open(location.name, _READ, dir_fd=location.dir_fd)
+    fd = os.open(location.name, OPEN_FILE, dir_fd=location.dir_fd)
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -187,7 +186,7 @@ def _open_regular(location: Location) -> int:
     return fd
 
 
-def _media(file: Any, media_type: str) -> Image | Document:
+def _media(file: IO[bytes], media_type: str) -> Image | Document:
     limit = PDF_MAX_BYTES if media_type == "application/pdf" else IMAGE_MAX_BYTES
     data: bytes = file.read(limit + 1)
     if len(data) > limit:
@@ -234,7 +233,7 @@ def _replace(location: Location, data: bytes) -> None:
         if stat.S_ISREG(old.st_mode):
             mode = stat.S_IMODE(old.st_mode)
     temporary = f".rma-write-{secrets.token_hex(8)}.tmp"
-    fd = os.open(temporary, _CREATE, 0o666, dir_fd=dir_fd)
+    fd = os.open(temporary, CREATE_FILE, 0o666, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)

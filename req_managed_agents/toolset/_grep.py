@@ -19,6 +19,7 @@ import stat
 import sys
 from typing import IO, Any
 
+from req_managed_agents.toolset._paths import OPEN_FILE
 from req_managed_agents.toolset._walk import Walk
 
 __all__ = ["main"]
@@ -34,7 +35,6 @@ NOTE_ROOM = 200
 SKIP_DIRS = frozenset({".git", "node_modules"})
 """Directories not searched: large, and rarely what the agent is after."""
 
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _SNIFF = 8192
 
 
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
         for found in walk.under(fd):
             if found.is_file and found.info.st_size <= MAX_FILE_BYTES:
                 try:
-                    file_fd = os.open(found.names[-1], _READ, dir_fd=found.dir_fd)
+                    file_fd = os.open(found.names[-1], OPEN_FILE, dir_fd=found.dir_fd)
                 except OSError:
                     continue  # replaced by a link or gone since the walk saw it
                 _search(file_fd, "/".join((shown, *found.names)), regex, out)

@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.toolset._failure import ToolFailure, shown
 
-__all__ = ["NAME_MAX", "PATH_MAX", "Location", "Workdir", "open_directory"]
+__all__ = [
+    "CREATE_FILE",
+    "NAME_MAX",
+    "OPEN_DIRECTORY",
+    "OPEN_FILE",
+    "PATH_MAX",
+    "Location",
+    "Workdir",
+    "open_directory",
+]
 
 PATH_MAX = 4096
 """The longest path, in bytes, a tool accepts (Linux's ``PATH_MAX``)."""
@@ -35,7 +44,13 @@ MAX_LINK_HOPS = 40
 MAX_STEPS = 4 * PATH_MAX
 """Names walked for one path, links included: a bound however the links are laid."""
 
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Never through a link, never inherited by a child; a FIFO or device is not waited on
+# when opened (the callers refuse what is not a regular file). Absent names (Windows,
+# where AgentToolset refuses to start) read as 0 so that importing still works.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+OPEN_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+OPEN_FILE = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW
+CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
 _LEADS_OUT = "leads outside the working directory"
 
 
@@ -134,7 +149,7 @@ class Workdir:
         return None
 
     def _open_root(self) -> int:
-        fd = os.open(self.real, _DIRECTORY)
+        fd = os.open(self.real, OPEN_DIRECTORY)
         info = os.fstat(fd)
         if (info.st_dev, info.st_ino) != self._identity:
             os.close(fd)
@@ -147,7 +162,7 @@ class Workdir:
         fd = self._open_root()
         try:
             for name in walked:
-                child = os.open(name, _DIRECTORY, dir_fd=fd)
+                child = os.open(name, OPEN_DIRECTORY, dir_fd=fd)
                 os.close(fd)
                 fd = child
         except BaseException:
@@ -204,7 +219,7 @@ class Workdir:
                 if not stat.S_ISDIR(info.st_mode):
                     raise NotADirectoryError(errno.ENOTDIR, "not a directory")
                 try:
-                    child = os.open(name, _DIRECTORY, dir_fd=fd)
+                    child = os.open(name, OPEN_DIRECTORY, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link now: not followed
                         raise ToolFailure("a directory on the path changed while in use") from None
@@ -220,7 +235,7 @@ class Workdir:
 
 def open_directory(location: Location) -> int:
     """A descriptor of the directory ``location`` names (never through a link)."""
-    return os.open(location.name, _DIRECTORY, dir_fd=location.dir_fd)
+    return os.open(location.name, OPEN_DIRECTORY, dir_fd=location.dir_fd)
 
 
 def _names(path: str) -> list[str]:

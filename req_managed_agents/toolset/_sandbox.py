@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.transport._redact import get_logger
@@ -67,7 +68,7 @@ class Sandbox:
     """The mode in effect (``"bwrap"`` or ``"none"``) and the words that put a command
     into it (empty when unconfined)."""
 
-    mode: str
+    mode: Literal["bwrap", "none"]
     prefix: tuple[str, ...]
 
 

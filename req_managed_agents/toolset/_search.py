@@ -14,17 +14,23 @@ import os
 import re
 import stat
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from req_managed_agents.model._vocabulary import ToolResult
+from req_managed_agents.tools._handler import ToolContext
 from req_managed_agents.toolset import _process
 from req_managed_agents.toolset._failure import ToolFailure
 from req_managed_agents.toolset._glob import compile_glob
 from req_managed_agents.toolset._inputs import optional_text, required_text
-from req_managed_agents.toolset._paths import PATH_MAX, Workdir, open_directory
+from req_managed_agents.toolset._paths import (
+    OPEN_DIRECTORY,
+    OPEN_FILE,
+    PATH_MAX,
+    Workdir,
+    open_directory,
+)
 from req_managed_agents.toolset._walk import Walk
 
 __all__ = ["SearchTools"]
@@ -36,7 +42,6 @@ GREP_TIMEOUT = 60.0
 MAX_PATTERN = 10_000
 """The longest regular expression ``grep`` takes, in characters."""
 
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _CHILD = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
@@ -52,9 +57,7 @@ class SearchTools:
     max_output: int
     timeout: float
 
-    def glob(
-        self, input: Mapping[str, Any], tool_use_id: str, cancelled: threading.Event
-    ) -> ToolResult:
+    def glob(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer a ``glob`` call: matching paths, newest first."""
         pattern = required_text(input, "pattern")
         if not pattern or "\x00" in pattern or len(pattern) >= PATH_MAX:
@@ -66,8 +69,8 @@ class SearchTools:
                 start_fd = open_directory(location)
                 start = location.inner
         except (FileNotFoundError, NotADirectoryError):
-            return ToolResult(tool_use_id, "no matches")
-        walk = Walk(stop=cancelled.is_set, max_depth=compiled.depth)
+            return ToolResult(context.tool_use_id, "no matches")
+        walk = Walk(stop=context.cancelled.is_set, max_depth=compiled.depth)
         hits: list[tuple[float, str]] = []
         try:
             for found in walk.under(start_fd):
@@ -78,14 +81,12 @@ class SearchTools:
                     hits.append((found.info.st_mtime, self.workdir.shown(inner)))
         finally:
             os.close(start_fd)
-        if cancelled.is_set():
+        if context.cancelled.is_set():
             raise ToolFailure("cancelled")
         hits.sort(key=lambda hit: (-hit[0], hit[1]))
-        return ToolResult(tool_use_id, self._listing([path for _, path in hits], walk))
+        return ToolResult(context.tool_use_id, self._listing([path for _, path in hits], walk))
 
-    def grep(
-        self, input: Mapping[str, Any], tool_use_id: str, cancelled: threading.Event
-    ) -> ToolResult:
+    def grep(self, input: Mapping[str, Any], context: ToolContext) -> ToolResult:
         """Answer a ``grep`` call: ``path:line:text`` for every matching line."""
         pattern = required_text(input, "pattern")
         if len(pattern) > MAX_PATTERN:
@@ -112,7 +113,7 @@ class SearchTools:
                 cwd="/",
                 env=os.environ,
                 timeout=self.timeout,
-                cancelled=cancelled,
+                cancelled=context.cancelled,
                 max_output=self.max_output,
                 pass_fds=(fd,),
             )
@@ -130,7 +131,7 @@ class SearchTools:
         if done.returncode != 0:
             said = done.stderr.strip().splitlines()
             raise ToolFailure(f"the search failed: {said[-1][:200] if said else 'no reason'}")
-        return ToolResult(tool_use_id, text or "no matches")
+        return ToolResult(context.tool_use_id, text or "no matches")
 
     def _directory(self, path: str | None) -> list[str]:
         """The names of the directory a search starts from, checked to be one."""
@@ -164,12 +165,10 @@ def _open_searchable(dir_fd: int, name: str) -> tuple[int, bool]:
     if name != ".":
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode):
-            fd = os.open(name, _READ, dir_fd=dir_fd)
+            fd = os.open(name, OPEN_FILE, dir_fd=dir_fd)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
                 raise ToolFailure("path is neither a directory nor a regular file")
             return fd, True
-    directory = os.open(
-        name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
-    )
+    directory = os.open(name, OPEN_DIRECTORY, dir_fd=dir_fd)
     return directory, False

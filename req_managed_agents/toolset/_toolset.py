@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import ToolResult
@@ -21,7 +21,7 @@ from req_managed_agents.toolset._bash import BashTool, shell_environment
 from req_managed_agents.toolset._failure import ToolFailure, describe_os_error
 from req_managed_agents.toolset._files import FileTools
 from req_managed_agents.toolset._paths import Workdir
-from req_managed_agents.toolset._sandbox import choose_sandbox
+from req_managed_agents.toolset._sandbox import choose_sandbox, shell_path
 from req_managed_agents.toolset._search import GREP_TIMEOUT, SearchTools
 from req_managed_agents.transport._redact import get_logger
 
@@ -69,7 +69,7 @@ class AgentToolset:
         self,
         workdir: str | os.PathLike[str],
         *,
-        sandbox: str = "auto",
+        sandbox: Literal["auto", "bwrap", "none"] = "auto",
         network: bool = False,
         bash_timeout: float = DEFAULT_BASH_TIMEOUT,
         max_output: int = DEFAULT_MAX_OUTPUT,
@@ -98,24 +98,22 @@ class AgentToolset:
             )
         place = Workdir(workdir)
         environment = shell_environment(place.real, env)
-        if not isinstance(sandbox, str):
+        if not isinstance(cast(object, sandbox), str):
             raise ConfigurationError(f"sandbox must be a string, not {type(sandbox).__name__}")
         chosen = choose_sandbox(sandbox, place.real, network=network)
         self._workdir, self._sandbox, self._network = place, chosen.mode, network
         files = FileTools(place, max_output)
         search = SearchTools(place, max_output, min(GREP_TIMEOUT, float(bash_timeout)))
-        bash = BashTool(place.real, chosen, environment, float(bash_timeout), max_output)
+        bash = BashTool(
+            place.real, chosen, shell_path(), environment, float(bash_timeout), max_output
+        )
         self._tools: dict[str, _Tool] = {
-            "bash": lambda input, context: bash(input, context.tool_use_id, context.cancelled),
-            "read": lambda input, context: files.read(input, context.tool_use_id),
-            "write": lambda input, context: files.write(input, context.tool_use_id),
-            "edit": lambda input, context: files.edit(input, context.tool_use_id),
-            "glob": lambda input, context: search.glob(
-                input, context.tool_use_id, context.cancelled
-            ),
-            "grep": lambda input, context: search.grep(
-                input, context.tool_use_id, context.cancelled
-            ),
+            "bash": bash,
+            "read": files.read,
+            "write": files.write,
+            "edit": files.edit,
+            "glob": search.glob,
+            "grep": search.grep,
         }
 
     @property
@@ -124,14 +122,15 @@ class AgentToolset:
         return self._workdir.real
 
     @property
-    def sandbox(self) -> str:
+    def sandbox(self) -> Literal["bwrap", "none"]:
         """Where ``bash`` runs: ``"bwrap"`` (confined) or ``"none"`` (unconfined)."""
         return self._sandbox
 
     @property
     def network(self) -> bool:
-        """Whether ``bash`` may reach the network inside the sandbox."""
-        return self._network
+        """Whether ``bash`` can reach the network: as asked inside the sandbox, always
+        outside it."""
+        return self._network or self._sandbox == "none"
 
     def __repr__(self) -> str:
         return f"AgentToolset({self.workdir!r}, sandbox={self.sandbox!r})"

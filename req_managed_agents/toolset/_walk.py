@@ -14,14 +14,14 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from req_managed_agents.toolset._paths import OPEN_DIRECTORY
+
 __all__ = ["Found", "Walk"]
 
 MAX_ENTRIES = 50_000
 """Names one walk looks at before it stops."""
 MAX_DEPTH = 64
 """Directory levels one walk goes down."""
-
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Walk:
                 self.stopped_early = True
                 continue
             try:
-                child = os.open(name, _DIRECTORY, dir_fd=dir_fd)
+                child = os.open(name, OPEN_DIRECTORY, dir_fd=dir_fd)
             except OSError:
                 continue  # replaced by a link or gone since the stat: not followed
             try:

@@ -83,7 +83,9 @@ def _connects(toolset: AgentToolset) -> bool:
 
 @pytestmark_bwrap
 def test_there_is_no_network_unless_asked_for(workdir: Path) -> None:
-    assert not _connects(AgentToolset(workdir, sandbox="bwrap"))
+    confined = AgentToolset(workdir, sandbox="bwrap")
+    assert not confined.network
+    assert not _connects(confined)
     networked = AgentToolset(workdir, sandbox="bwrap", network=True)
     assert networked.network
     assert _connects(networked)

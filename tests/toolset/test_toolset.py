@@ -54,13 +54,13 @@ def test_fields_it_does_not_know_are_ignored(toolset: AgentToolset, workdir: Pat
 
 
 def test_a_defect_of_ours_is_an_error_result_naming_only_its_type(
-    toolset: AgentToolset, monkeypatch: pytest.MonkeyPatch
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: object) -> object:
         raise ValueError("/home/someone/.secrets/token=abc")
 
     monkeypatch.setattr(FileTools, "read", broken)
-    result = call(toolset, "read", {"file_path": "a.txt"})
+    result = call(unconfined(workdir), "read", {"file_path": "a.txt"})
     assert (result.content, result.is_error) == (
         "read: failed unexpectedly (ValueError)",
         True,
@@ -116,5 +116,6 @@ def test_a_workdir_must_be_an_existing_directory_other_than_the_root(
 
 def test_defaults_and_repr(workdir: Path) -> None:
     toolset = unconfined(workdir)
-    assert (toolset.workdir, toolset.network) == (str(workdir.resolve()), False)
+    # unconfined, bash reaches the network whatever network= says
+    assert (toolset.workdir, toolset.network) == (str(workdir.resolve()), True)
     assert repr(toolset) == f"AgentToolset({str(workdir.resolve())!r}, sandbox='none')"
