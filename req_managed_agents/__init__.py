@@ -1,6 +1,7 @@
 """req_managed_agents: a synchronous client for managed agent runtimes.
 
-The provider (Claude Managed Agents, Bedrock AgentCore Harness) runs the agent loop; your
+The provider (Claude Managed Agents, on Anthropic's API or Amazon Bedrock; Bedrock AgentCore
+Harness; OpenAI's Agents API) runs the agent loop; your
 custom tools run here, on your machine. The provider only ever sees each tool's name,
 description, input schema and the text it returned.
 
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         ClaudeManagedAgents,
         ClaudeManagedAgentsBedrock,
         CommandResult,
+        OpenAIAgents,
     )
     from req_managed_agents.provisioner import (
         AgentSpec,
@@ -135,6 +137,7 @@ _LAZY: dict[str, str] = {
     "ClaudeManagedAgents": "req_managed_agents.providers",
     "ClaudeManagedAgentsBedrock": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
+    "OpenAIAgents": "req_managed_agents.providers",
     "BatchItem": "req_managed_agents.drivers._batch",
     "BatchOutcome": "req_managed_agents.drivers._batch",
     "read_prompts": "req_managed_agents.drivers._batch",
@@ -204,6 +207,7 @@ __all__ = [
     "MessageDone",
     "MissingDependencyError",
     "NotFoundError",
+    "OpenAIAgents",
     "Outcome",
     "PartialPruneError",
     "ProviderStreamError",

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
     from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
+    from req_managed_agents.drivers._options import OpenAISessionOptions as _OpenAI
     from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
     from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedrock
     from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+    from req_managed_agents.providers.openai._provider import OpenAIAgents
 
 __all__ = ["run_to_completion"]
 
@@ -59,6 +61,15 @@ def run_to_completion(
 ) -> SessionResult: ...
 @overload
 def run_to_completion(
+    provider: OpenAIAgents,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Unpack[_OpenAI],
+) -> SessionResult: ...
+@overload
+def run_to_completion(
     provider: Provider,
     prompt: str | None = None,
     *,
@@ -83,7 +94,8 @@ def run_to_completion(
     ``confirm``, ... see :class:`~req_managed_agents.SessionOptions`) are the provider's:
     Claude takes ``agent_id``/``agent=``, ``environment_id``/``environment=`` or
     ``session_id`` (resume); AgentCore takes ``harness_arn``/``harness=``,
-    ``runtime_session_id`` and its per-invocation limits. What stops a run is described on
+    ``runtime_session_id`` and its per-invocation limits; OpenAI takes ``agent_id``/``agent=``,
+    ``environment`` or ``session_id``. What stops a run is described on
     :class:`~req_managed_agents.Session`.
     """
     with Session(provider, handler=handler, connect=connect, **options) as session:

@@ -1,13 +1,9 @@
-"""The drivers' front: :class:`Session` and :func:`run_to_completion`.
+"""The drivers' front: :class:`Session` (``run_to_completion`` in ``_api`` wraps it).
 
-A session owns one provider conversation and runs each run's turn loop
-(:mod:`~req_managed_agents.drivers._loop`) on a background thread, so that
-``run(timeout=...)`` can stop waiting, tear the in-flight stream down and return on time,
-whatever the network or a tool is doing; and it owns the one stopping rule (see
-:class:`Session`).
-
-``run_to_completion`` is to ``Session`` what ``requests.get`` is to ``requests.Session``: open
-one, run once, close it.
+A session owns one provider conversation and runs each run's turn loop (``_loop``) on a
+background thread, so that ``run(timeout=...)`` can stop waiting, tear the in-flight stream
+down and return on time, whatever the network or a tool is doing; and it owns the one
+stopping rule (see :class:`Session`).
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_mo
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
 from req_managed_agents.model._stream import StreamItem
 from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
-from req_managed_agents.providers._base import Aborted, Conversation, Provider
+from req_managed_agents.providers._base import Aborted, Conversation, Provider, takes_first_prompt
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
 from req_managed_agents.transport._redact import get_logger
@@ -41,8 +37,7 @@ __all__ = ["INTERRUPT_WAIT", "Session"]
 
 # After a timeout or close, how long to wait for the worker to notice the torn-down I/O.
 _WORKER_JOIN_TIMEOUT = 1.0
-# How long stopping waits for the provider to take the interrupt; it goes on in the
-# background after that, so Ctrl-C never hangs on a slow network.
+# How long stopping waits for the interrupt to be taken (it goes on in the background).
 INTERRUPT_WAIT = 5.0
 
 _log = get_logger(__name__)
@@ -53,7 +48,8 @@ if TYPE_CHECKING:
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
     from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
-    from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents
+    from req_managed_agents.drivers._options import OpenAISessionOptions as _OpenAI
+    from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, OpenAIAgents
     from req_managed_agents.providers import ClaudeManagedAgentsBedrock as _OnBedrock
 
 
@@ -76,8 +72,9 @@ class Session:
     **Stopping.** Ctrl-C inside :meth:`run`, :meth:`wait` or a :meth:`stream` loop, closing
     the stream, :meth:`cancel` or leaving the ``with`` block stops the run everywhere: the
     running tools see ``ToolContext.cancelled``, the stream is closed and the provider is
-    asked to stop the remote turn (Claude: ``user.interrupt``, ordered after any input on
-    its way; AgentCore: the invocation is closed and the runtime session stopped). The run
+    asked to stop the remote turn (Claude: ``user.interrupt``, OpenAI: a cancel, each ordered
+    after any input on its way; AgentCore: the invocation is closed and the runtime session
+    stopped). The run
     reports ``terminated`` with stop reason ``{"type": "cancelled"}`` at once, and the
     session is closed. A ``timeout`` on :meth:`run` or :meth:`stream` only stops waiting:
     the remote turn goes on (resume with ``session_id=``) unless ``interrupt_on_timeout``.
@@ -94,6 +91,10 @@ class Session:
     @overload
     def __init__(
         self, provider: BedrockAgentCore, *, handler: Handler, **options: Unpack[_AgentCore]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self, provider: OpenAIAgents, *, handler: Handler, **options: Unpack[_OpenAI]
     ) -> None: ...
     @overload
     def __init__(
@@ -162,8 +163,7 @@ class Session:
         future = self._future
         if future is None:
             raise SessionError("nothing was started")
-        # Wait first, then take the result: a run failing with its own TimeoutError (an idle
-        # stream) must reach the caller as that error, not as this wait timing out.
+        # Wait, then take the result: a run's own TimeoutError must reach the caller as it is.
         try:
             done, _ = wait_for_futures([future], timeout)
         except BaseException:
@@ -379,6 +379,7 @@ class Session:
         (a reattached session's), the prompt still to send, and the run's key binding."""
         if self._conversation is not None:
             return self._conversation, None, prompt, None
+        first = {"prompt": prompt or DEFAULT_PROMPT} if takes_first_prompt(self._provider) else {}
 
         def open_conversation(resume: str | None) -> Conversation:
             conversation = self._provider.open_conversation(
@@ -392,6 +393,7 @@ class Session:
                 telemetry_metadata=self._settings.telemetry,
                 cancelled=stop,
                 resume=resume,
+                **first,
             )
             with self._lock:
                 self._conversation = conversation

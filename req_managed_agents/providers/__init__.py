@@ -4,11 +4,13 @@
 * :class:`ClaudeManagedAgentsBedrock` - the same protocol served by Amazon Bedrock (SigV4).
 * :class:`BedrockAgentCore` - AWS Bedrock AgentCore Harness (one event stream per turn;
   needs the ``[aws]`` extra, loaded on first use).
+* :class:`OpenAIAgents` - OpenAI's Agents API (a live SSE stream per session).
 """
 
 from req_managed_agents.providers._base import Conversation, Provider
 from req_managed_agents.providers.agentcore import BedrockAgentCore, CommandResult
 from req_managed_agents.providers.claude import ClaudeManagedAgents, ClaudeManagedAgentsBedrock
+from req_managed_agents.providers.openai import OpenAIAgents
 
 __all__ = [
     "BedrockAgentCore",
@@ -16,5 +18,6 @@ __all__ = [
     "ClaudeManagedAgentsBedrock",
     "CommandResult",
     "Conversation",
+    "OpenAIAgents",
     "Provider",
 ]

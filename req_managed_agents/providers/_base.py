@@ -36,6 +36,7 @@ __all__ = [
     "count",
     "handle_id",
     "handle_value",
+    "takes_first_prompt",
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -191,3 +192,9 @@ def handle_id(handle: Any, *names: str) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def takes_first_prompt(provider: Provider) -> bool:
+    """Whether ``provider`` starts its sessions with their first prompt (and so takes it as
+    ``prompt=`` of ``open_conversation``); a provider that says nothing does not."""
+    return getattr(provider, "takes_first_prompt", False) is True

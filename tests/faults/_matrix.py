@@ -22,7 +22,12 @@ from typing import Any, Optional, TypeVar, Union
 
 from req_managed_agents import SessionInfo, SessionResult, ToolContext, Tools, Usage
 from req_managed_agents.errors import ManagedAgentsError
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, RecordedRequest
+from req_managed_agents.testing import (
+    AgentCoreEmulator,
+    ClaudeEmulator,
+    OpenAIAgentsEmulator,
+    RecordedRequest,
+)
 
 PROMPT = "Compute."
 # The driver's idle timeout, and a stall twice as long: the stall outlasts it.
@@ -40,8 +45,8 @@ RUN_TIMEOUT = 4.0
 # How long threads, sockets and streams may take to wind down after a run.
 GRACE = 2.0
 
-Emulator = Union[ClaudeEmulator, AgentCoreEmulator]
-_E = TypeVar("_E", ClaudeEmulator, AgentCoreEmulator)
+Emulator = Union[ClaudeEmulator, AgentCoreEmulator, OpenAIAgentsEmulator]
+_E = TypeVar("_E", ClaudeEmulator, AgentCoreEmulator, OpenAIAgentsEmulator)
 # Sets a scenario's fault up; returns, for faults injected later by a hook, whether the hook
 # ran (a fault whose moment never came was not tested).
 Inject = Callable[[Any], Optional[Callable[[], bool]]]

@@ -16,6 +16,9 @@ from req_managed_agents.providers.agentcore.api import _core as agentcore_client
 from req_managed_agents.providers.claude import _delivery as claude_delivery
 from req_managed_agents.providers.claude import _feed as claude_feed
 from req_managed_agents.providers.claude.api import _core as claude_client
+from req_managed_agents.providers.openai import _delivery as openai_delivery
+from req_managed_agents.providers.openai import _feed as openai_feed
+from req_managed_agents.providers.openai.api import _core as openai_client
 
 _FAST = 0.001
 
@@ -30,6 +33,9 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
         (agentcore_conversation, "INVOKE_RETRY"),
         (claude_client, "REQUESTS"),
         (agentcore_client, "REQUESTS"),
+        (openai_feed, "RECONNECT"),
+        (openai_delivery, "RESEND"),
+        (openai_client, "REQUESTS"),
     ]:
         monkeypatch.setattr(module, name, getattr(module, name).but(**fast))
 
@@ -38,6 +44,7 @@ _PROVIDERS = {
     "test_claude_matrix.py": "claude",
     "test_claude_bedrock_matrix.py": "claude-bedrock",
     "test_agentcore_matrix.py": "agentcore",
+    "test_openai_matrix.py": "openai",
 }
 _outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 _seconds: dict[str, float] = collections.defaultdict(float)

@@ -25,6 +25,8 @@ from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, Loopb
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from req_managed_agents.providers.openai import OpenAIAgents
+
 _MODEL = "gpt-5.1"
 
 
@@ -66,6 +68,13 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         super().__init__(LoopbackServer(lifecycle, OpenAIAPI(self.api_key, routes)))
         # The server picks its port as it starts; self-hosted environments' URLs need it.
         self.base_url = sessions.base_url = f"{self._server.base_url}/v1"
+
+    def provider(self, **options: Any) -> OpenAIAgents:
+        """An ``OpenAIAgents`` with this emulator's key and URL; ``options`` go to its
+        constructor (``timeout``, ``max_retries``, ...)."""
+        from req_managed_agents.providers.openai import OpenAIAgents
+
+        return OpenAIAgents(self.api_key, base_url=self.base_url, **options)
 
     # --- set-up and faults for tests ------------------------------------------------------
 

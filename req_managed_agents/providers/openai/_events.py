@@ -1,0 +1,304 @@
+"""OpenAI Agents session events in the canonical vocabulary, and the inputs we post.
+
+A session moves ``in_progress`` -> ``requires_action`` | ``idle`` | ``failed`` |
+``budget_reached``, announcing each move with an ``agent.session.<status>`` event that
+carries the whole session: its status, the ``required_actions`` it waits for (function
+calls, MCP approvals) and its error. Those session events are the boundaries our turns end
+at. Inside, the service's own turns (``agent.session.turn.*``, root or subagent) run and
+add items: messages (streamed as ``output_text.delta``), function calls, MCP calls, ...
+A function call keeps its service turn open, ``waiting``; the tool results resume it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from req_managed_agents.model._vocabulary import (
+    Allow,
+    Decision,
+    Image,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
+from req_managed_agents.providers._base import count
+from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._redact import get_logger
+
+__all__ = [
+    "BOUNDARIES",
+    "ITEM_ADDED",
+    "ITEM_DONE",
+    "TEXT_DELTA",
+    "TURN_CREATED",
+    "TURN_ENDS",
+    "approval_result",
+    "cancel",
+    "message",
+    "normalize",
+    "required_uses",
+    "tool_result",
+    "usage_of",
+]
+
+_log = get_logger(__name__)
+
+IDLE = "agent.session.idle"
+REQUIRES_ACTION = "agent.session.requires_action"
+FAILED = "agent.session.failed"
+BUDGET_REACHED = "agent.session.budget_reached"
+BOUNDARIES = frozenset({IDLE, REQUIRES_ACTION, FAILED, BUDGET_REACHED})
+# The session status each boundary announces (a catch-up rebuilds the boundary from it).
+BOUNDARY_OF_STATUS = {
+    "idle": IDLE,
+    "requires_action": REQUIRES_ACTION,
+    "failed": FAILED,
+    "budget_reached": BUDGET_REACHED,
+}
+
+TURN_CREATED = "agent.session.turn.created"
+TURN_ENDS = {
+    "agent.session.turn.completed": "completed",
+    "agent.session.turn.failed": "failed",
+    "agent.session.turn.cancelled": "cancelled",
+}
+ITEM_ADDED = "agent.session.turn.item.added"
+ITEM_DONE = "agent.session.turn.item.done"
+TEXT_DELTA = "agent.session.turn.output_text.delta"
+
+TOOL_RESULT = "agent.session.input.tool_result"
+APPROVAL_RESULT = "agent.session.input.mcp_approval_request_result"
+_OBSERVED_TOOL_ITEMS = frozenset({"mcp_call", "web_search_call", "command_execution"})
+
+Event = Mapping[str, Any]
+
+
+def message(text: str) -> dict[str, Any]:
+    """A user message that starts a turn."""
+    content = [{"type": "input_text", "text": text}]
+    return {
+        "type": "agent.session.input.message",
+        "input": [{"type": "message", "role": "user", "content": content}],
+    }
+
+
+def cancel() -> dict[str, Any]:
+    """Cancel the session's active turn."""
+    return {"type": "agent.session.input.cancel"}
+
+
+def tool_result(use: ToolUse, result: ToolResult) -> dict[str, Any]:
+    """The answer to one function call: its output, or (``is_error``) its error text."""
+    event: dict[str, Any] = {
+        "type": TOOL_RESULT,
+        "turn_id": use.turn_id,
+        "call_id": use.id,
+        "success": not result.is_error,
+    }
+    if result.is_error:
+        event["error"] = result.content or "the tool failed"
+    elif result.blocks:
+        event["output"] = [_content(block) for block in result.blocks if block != ""]
+    else:
+        event["output"] = result.content
+    return event
+
+
+def _content(block: object) -> dict[str, Any]:
+    """A function output part: text, or an image as a data URL. The API takes no
+    documents: a document's text (or a note that a PDF was left out) is sent instead."""
+    if isinstance(block, str):
+        return {"type": "input_text", "text": block}
+    if isinstance(block, Image):
+        data = base64.b64encode(block.data).decode("ascii")
+        return {"type": "input_image", "image_url": f"data:{block.media_type};base64,{data}"}
+    media_type = getattr(block, "media_type", "")
+    if media_type == "text/plain":
+        return {"type": "input_text", "text": getattr(block, "data", b"").decode("utf-8")}
+    title = getattr(block, "title", None) or "untitled"
+    return {"type": "input_text", "text": f"[a PDF document ({title}) was left out]"}
+
+
+def approval_result(use: ToolUse, decision: Decision) -> dict[str, Any]:
+    """The answer to an MCP approval request (a ``Deny`` message cannot be passed on)."""
+    verdict = "approve" if isinstance(decision, Allow) else "deny"
+    return {
+        "type": APPROVAL_RESULT,
+        "request_id": use.id,
+        "response": {"type": "mcp_tool_call", "decision": verdict},
+    }
+
+
+def answered_id(event: Event) -> str:
+    """The call (or approval request) an input answers."""
+    if event.get("type") == APPROVAL_RESULT:
+        return str(event.get("request_id"))
+    return str(event.get("call_id"))
+
+
+def usage_of(raw: object) -> Usage:
+    """OpenAI counts cached input inside ``input_tokens``; ours keeps it apart."""
+    if not isinstance(raw, Mapping):
+        return Usage()
+    details = raw.get("input_tokens_details")
+    cached = count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+    return Usage(
+        input_tokens=max(count(raw, "input_tokens") - cached, 0),
+        output_tokens=count(raw, "output_tokens"),
+        cache_read_input_tokens=cached,
+    )
+
+
+def arguments_of(raw: object) -> dict[str, Any]:
+    """A function call's arguments, sent as a JSON string or an object."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        return {}
+    try:
+        decoded = loads(raw, cut_deep=True)
+    except ValueError as exc:
+        _log.warning("a function call carried arguments that are not JSON (%s); passing {}", exc)
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def required_uses(
+    session: object, threads: Mapping[str, str | None]
+) -> tuple[list[ToolUse], list[ToolUse]]:
+    """The function calls and MCP approval requests a session waits for, from its
+    ``required_actions``; ``threads`` maps a turn to the subagent that ran it."""
+    actions = session.get("required_actions") if isinstance(session, Mapping) else None
+    calls: list[ToolUse] = []
+    asks: list[ToolUse] = []
+    for action in actions if isinstance(actions, list) else ():
+        if not isinstance(action, Mapping):
+            continue
+        kind = action.get("type")
+        turn = action.get("turn_id")
+        turn_id = turn if isinstance(turn, str) else None
+        if kind == "function_call":
+            calls.append(
+                ToolUse(
+                    str(action.get("call_id", "")),
+                    str(action.get("name", "")),
+                    arguments_of(action.get("arguments")),
+                    session_thread_id=threads.get(turn_id or ""),
+                    turn_id=turn_id,
+                )
+            )
+        elif kind == "mcp_approval_request":
+            request = action.get("request")
+            request = request if isinstance(request, Mapping) else {}
+            raw = request.get("arguments")
+            server = request.get("server_label")
+            asks.append(
+                ToolUse(
+                    str(action.get("request_id", "")),
+                    str(request.get("name") or ""),
+                    arguments_of(raw),
+                    mcp_server=server if isinstance(server, str) else None,
+                    turn_id=turn_id,
+                )
+            )
+    return calls, asks
+
+
+def assistant_text(item: object) -> str | None:
+    """The text of an assistant message item (None for any other item)."""
+    return _message_text(item, "assistant", "output_text")
+
+
+def user_text(item: object) -> str | None:
+    """The text of a user message item (None for any other item)."""
+    return _message_text(item, "user", "input_text")
+
+
+def _message_text(item: object, role: str, part_type: str) -> str | None:
+    if not isinstance(item, Mapping) or item.get("type") != "message":
+        return None
+    if item.get("role", "assistant") != role:
+        return None
+    content = item.get("content")
+    parts = content if isinstance(content, list) else []
+    return "".join(
+        str(part.get("text", ""))
+        for part in parts
+        if isinstance(part, Mapping) and part.get("type") == part_type
+    )
+
+
+def _observed(item: Mapping[str, Any]) -> ToolUse:
+    """A tool the service ran itself (MCP, web search, a command), observed only."""
+    server = item.get("server_label")
+    return ToolUse(
+        str(item.get("id", "")),
+        str(item.get("name") or item.get("type") or ""),
+        arguments_of(item.get("arguments")),
+        mcp_server=server if isinstance(server, str) else None,
+        turn_id=item.get("turn_id") if isinstance(item.get("turn_id"), str) else None,
+    )
+
+
+def normalize(
+    batch: Sequence[Event], root_turns: set[str], threads: Mapping[str, str | None]
+) -> TurnResult:
+    """Fold the events of one of our turns - from the input's effect to a session
+    boundary - into a :class:`TurnResult`. ``root_turns`` are the service turns of the root
+    agent: only their messages are the agent's text, and how the last of them ended
+    decides between ``end_turn`` and ``terminated`` at an idle."""
+    boundary = next(event for event in reversed(batch) if event.get("type") in BOUNDARIES)
+    session = boundary.get("session")
+    session = session if isinstance(session, Mapping) else {}
+    texts: list[str] = []
+    usage = Usage()
+    observed: list[ToolUse] = []
+    ended: tuple[str, Any] | None = None
+    for event in batch:
+        kind = event.get("type")
+        if kind == ITEM_DONE:
+            item = event.get("item")
+            text = assistant_text(item)
+            if text and event.get("turn_id") in root_turns:
+                texts.append(text)
+            elif isinstance(item, Mapping) and item.get("type") in _OBSERVED_TOOL_ITEMS:
+                observed.append(_observed(item))
+        elif kind in TURN_ENDS:
+            usage = usage + usage_of(event.get("usage"))
+            if event.get("turn_id") in root_turns:
+                turn = event.get("turn")
+                error = turn.get("error") if isinstance(turn, Mapping) else None
+                ended = (TURN_ENDS[str(kind)], error)
+    terminal, stop_reason = _terminal(str(boundary.get("type")), session, ended)
+    calls, asks = required_uses(session, threads) if terminal == "requires_action" else ([], [])
+    return TurnResult(
+        terminal,
+        text="\n".join(texts),
+        tool_uses=tuple(calls),
+        server_tool_uses=tuple(observed),
+        usage=usage,
+        stop_reason=stop_reason,
+        events=tuple(batch),
+        confirmations=tuple(asks),
+    )
+
+
+def _terminal(
+    kind: str, session: Mapping[str, Any], ended: tuple[str, Any] | None
+) -> tuple[Terminal, Any]:
+    if kind == REQUIRES_ACTION:
+        return "requires_action", {"type": "requires_action"}
+    if kind == FAILED:
+        return "terminated", {"type": "session_failed", "error": session.get("error")}
+    if kind == BUDGET_REACHED:
+        spend = session.get("spend_control")
+        return "terminated", {"type": "budget_reached", "spend_control": spend}
+    if ended is not None and ended[0] == "failed":
+        return "terminated", {"type": "turn_failed", "error": ended[1]}
+    if ended is not None and ended[0] == "cancelled":
+        return "terminated", {"type": "turn_cancelled"}
+    return "end_turn", {"type": "end_turn"}
