@@ -20,7 +20,8 @@ from req_managed_agents.cli._common import (
     open_provider,
     positive_int,
 )
-from req_managed_agents.cli._run import add_connection_flags, connect_options, load_handler
+from req_managed_agents.cli._connect import add_connection_flags, connect_options
+from req_managed_agents.cli._run import load_handler
 from req_managed_agents.tools._registry import Tools
 
 __all__ = ["add_command", "run_command"]

@@ -52,8 +52,8 @@ EXIT_INTERRUPTED = 130  # what shells report for a command stopped by Ctrl-C (12
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 PROVIDERS = ("claude", "agentcore")
-# rma run and rma batch also drive Claude on Amazon Bedrock.
-RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock")
+# rma run, batch, provision and teardown also drive Claude on Amazon Bedrock and OpenAI.
+RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock", "openai")
 
 EXIT_STATUS_HELP = """\
 exit status:
@@ -219,7 +219,11 @@ def existing_store(path: Path) -> Any:
 
 def open_provider(kind: str, region: str | None = None) -> Any:
     """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain,
-    ``AWS_BEARER_TOKEN_BEDROCK``)."""
+    ``AWS_BEARER_TOKEN_BEDROCK``, ``OPENAI_API_KEY``)."""
+    if kind == "openai":
+        from req_managed_agents.providers import OpenAIAgents
+
+        return OpenAIAgents()
     if kind == "agentcore":
         from req_managed_agents.providers import BedrockAgentCore
 

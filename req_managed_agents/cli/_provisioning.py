@@ -102,8 +102,9 @@ def add_commands(commands: Any) -> None:
         "teardown",
         parents=[store],
         help="remove what rma provision made",
-        description="Archive the Claude agent (on Anthropic's API or Amazon Bedrock) or delete "
-        "the AgentCore harness that rma provision made, and forget it in the store.",
+        description="Archive the Claude agent (on Anthropic's API or Amazon Bedrock), or delete "
+        "the OpenAI agent or the AgentCore harness, that rma provision made, and forget it "
+        "in the store.",
         epilog=TEARDOWN_HELP,
     )
     teardown.add_argument(
@@ -219,7 +220,7 @@ def _refused_values(hint: str) -> Iterator[None]:
 
 
 def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
-    if provider == "claude":
+    if provider in ("claude", "openai"):
         refuse(args, ["execution_role_arn", "region"], _AWS_ONLY, "add --provider agentcore")
     elif not args.execution_role_arn:
         raise CliError(
@@ -246,6 +247,11 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
                 hint=_SANDBOX_HINT,
             )
         environment = args.environment_id
+    elif args.provider == "openai" and environment is not None:
+        raise CliError(
+            f"the spec {args.spec} has an environment; an OpenAI agent has none",
+            hint="drop it: each session names its environment (rma run --environment)",
+        )
     else:
         refuse(
             args,
@@ -316,7 +322,7 @@ def _teardown_named(args: argparse.Namespace, name: str, store: Any) -> dict[str
     elif kind == "claude-bedrock":
         region = _sandbox_region(str(record.get("environment_id", "")), args.region)
     else:
-        refuse(args, ["region"], _AWS_ONLY, f"{name!r} is a Claude agent: drop --region")
+        refuse(args, ["region"], _AWS_ONLY, f"{name!r} is a {kind} agent: drop --region")
     with open_provider(kind, region) as provider:
         provisioner.teardown(provider, record, store=store)
     return _torn_down(record)

@@ -1,4 +1,5 @@
-"""``rma run``: one prompt against a Claude agent or an AgentCore harness, shown as it runs.
+"""``rma run``: one prompt against an agent (Claude, on Anthropic's API or Amazon Bedrock;
+OpenAI) or an AgentCore harness, shown as it runs.
 
 The local tools come from ``--tools MODULE:ATTRIBUTE``, importable from the current folder;
 without it the run has none, and a tool call gets the library's unknown-tool error result.
@@ -21,14 +22,11 @@ from req_managed_agents.cli._common import (
     EXIT_OK,
     EXIT_STATUS_HELP,
     EXIT_TIMEOUT,
-    RUN_PROVIDERS,
     CliError,
     harness_region,
     open_provider,
-    positive_int,
-    positive_seconds,
-    refuse,
 )
+from req_managed_agents.cli._connect import add_connection_flags, connect_options
 from req_managed_agents.cli._output import Display, result_json, summary
 from req_managed_agents.errors import SessionTimeoutError
 from req_managed_agents.model._vocabulary import SessionResult
@@ -37,17 +35,6 @@ from req_managed_agents.tools._registry import Tools
 
 __all__ = ["add_command", "load_handler", "run_command"]
 
-DEFAULT_TIMEOUT = 600.0
-_CLAUDE_FLAGS = (
-    "agent_id",
-    "environment_id",
-    "title",
-    "vault_id",
-    "session_metadata",
-    "agent_version",
-)
-_AGENTCORE_FLAGS = ("harness_arn", "region")
-_BEDROCK_FLAGS = ("working_directory", "execution_role_arn")
 
 EPILOG = f"""\
 examples:
@@ -55,6 +42,7 @@ examples:
   rma run --tools mytools:tools --agent-id agent_01 --environment-id env_01 --prompt "..."
   rma run --provider agentcore --harness-arn arn:aws:bedrock-agentcore:...:harness/h-1 "Hi"
   rma run --provider claude-bedrock --agent-id agent_01 --environment-id SANDBOX_ARN "Hi"
+  rma run --provider openai --agent-id agent_01 "Hi"
   rma run --session-id sesn_01 "And tomorrow?"        # a follow-up in the same session
   echo "Hi" | rma run --agent-id agent_01 --environment-id env_01 --json -
 
@@ -64,7 +52,8 @@ e.g. --tools mytools:tools for `tools = Tools()` in mytools.py. For AgentCore, a
 registry's tools are declared to the harness on each invocation.
 
 Claude reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL); AgentCore the AWS credential
-chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...), in the region of the harness ARN.
+chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...), in the region of the harness ARN; OpenAI
+reads OPENAI_API_KEY (and OPENAI_BASE_URL).
 
 --json prints one object: terminal, stop_reason, text, session_id, turns, usage and
 tool_calls (id, name, input, result, is_error).
@@ -98,64 +87,6 @@ def add_command(commands: Any) -> None:
     add_connection_flags(run)
 
 
-def add_connection_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags that say where a run goes and with which tools (``rma run``, ``rma batch``)."""
-    parser.add_argument(
-        "--provider", choices=RUN_PROVIDERS, default="claude", help="which service runs the agent"
-    )
-    parser.add_argument(
-        "--tools",
-        metavar="MODULE:ATTR",
-        help="the local tools: a Tools registry or handler importable from the current folder "
-        "(default: none; a tool call then gets an unknown-tool error result)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="give up waiting after this long; the remote turn goes on",
-    )
-    claude = parser.add_argument_group("Claude (--provider claude)")
-    claude.add_argument("--agent-id", metavar="ID", help="the agent of a new session")
-    claude.add_argument("--environment-id", metavar="ID", help="the environment of a new session")
-    claude.add_argument(
-        "--agent-version",
-        type=positive_int,
-        metavar="N",
-        help="pin this version of the agent (default: its latest)",
-    )
-    claude.add_argument("--title", help="the new session's title")
-    claude.add_argument(
-        "--vault-id",
-        action="append",
-        metavar="ID",
-        help="a vault lending the agent stored credentials (repeatable)",
-    )
-    claude.add_argument(
-        "--session-metadata",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a metadata pair of the new session (repeatable)",
-    )
-    bedrock = parser.add_argument_group(
-        "Claude on Amazon Bedrock (--provider claude-bedrock; the Claude flags but --vault-id, "
-        "--environment-id being a sandbox ARN, and --region)"
-    )
-    bedrock.add_argument(
-        "--working-directory", metavar="PATH", help="where the built-in tools start (absolute)"
-    )
-    bedrock.add_argument(
-        "--execution-role-arn", metavar="ARN", help="the IAM role the new session runs as"
-    )
-    agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
-    agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
-    agentcore.add_argument(
-        "--region",
-        help="must match the harness ARN's region, which is used (default: the ARN's)",
-    )
-
-
 def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``rma run``: 0 when the agent ended its turn, 1 when the run ended otherwise.
     The status line goes to standard error, and only when that is a terminal."""
@@ -187,103 +118,6 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out.write(summary(result) + "\n")
     out.flush()
     return EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
-
-
-def connect_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The session's provider options from the flags; flags that do not apply are refused."""
-    if args.provider == "agentcore":
-        refuse(
-            args,
-            _CLAUDE_FLAGS,
-            "is a Claude option; it does not apply with --provider agentcore",
-            "drop it, or use --provider claude",
-        )
-        if not args.harness_arn:
-            raise CliError(
-                "--provider agentcore needs --harness-arn",
-                hint="the ARN of the harness, e.g. arn:aws:bedrock-agentcore:REGION:ACCOUNT:"
-                "harness/ID",
-            )
-        connect: dict[str, Any] = {"harness_arn": args.harness_arn}
-        if args.session_id:
-            _check_runtime_session_id(args.session_id)
-            connect["runtime_session_id"] = args.session_id
-        return connect
-    bedrock = args.provider == "claude-bedrock"
-    if bedrock:
-        refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
-        refuse(
-            args,
-            ("vault_id",),
-            "does not apply on Amazon Bedrock (its sessions have no vaults)",
-            "drop it",
-        )
-    else:
-        refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
-        refuse(
-            args,
-            _BEDROCK_FLAGS,
-            "needs --provider claude-bedrock",
-            "add --provider claude-bedrock, or drop it",
-        )
-    if args.session_id:
-        refuse(
-            args,
-            (*_CLAUDE_FLAGS, *_BEDROCK_FLAGS),
-            "does not apply with --session-id: the session keeps its agent and environment",
-            "drop it, or drop --session-id to start a new session",
-        )
-        return {"session_id": args.session_id}
-    if not (args.agent_id and args.environment_id):
-        missing = "--environment-id" if args.agent_id else "--agent-id"
-        raise CliError(
-            f"a new Claude session needs --agent-id and --environment-id; {missing} is missing",
-            hint="or pass --session-id to continue a session",
-        )
-    connect = {"agent_id": args.agent_id, "environment_id": args.environment_id}
-    if args.agent_version is not None:
-        connect["agent_version"] = args.agent_version
-    if args.title is not None:
-        connect["title"] = args.title
-    if args.vault_id:
-        if not all(args.vault_id):
-            raise CliError("--vault-id is empty", hint="give each --vault-id a vault id")
-        connect["vault_ids"] = list(args.vault_id)
-    if args.session_metadata:
-        connect["session_metadata"] = _metadata(args.session_metadata)
-    if bedrock and args.working_directory is not None:
-        connect["working_directory"] = args.working_directory
-    if bedrock and args.execution_role_arn is not None:
-        connect["execution_identity"] = {"type": "aws_role", "role_arn": args.execution_role_arn}
-    return connect
-
-
-def _check_runtime_session_id(value: str) -> None:
-    from req_managed_agents.providers.agentcore._provider import _RUNTIME_SESSION_ID
-
-    if not _RUNTIME_SESSION_ID.fullmatch(value):
-        raise CliError(
-            f"--session-id {value!r} is not an AgentCore runtime session id",
-            hint="one is 33-100 letters, digits, '-' or '_'; the summary of a run prints it",
-        )
-
-
-def _metadata(pairs: list[str]) -> dict[str, str]:
-    metadata: dict[str, str] = {}
-    for pair in pairs:
-        key, separator, value = pair.partition("=")
-        if not separator or not key:
-            raise CliError(
-                f"--session-metadata takes KEY=VALUE, got {pair!r}",
-                hint="for example --session-metadata team=support",
-            )
-        if key in metadata:
-            raise CliError(
-                f"--session-metadata gives {key!r} twice",
-                hint="give each key once",
-            )
-        metadata[key] = value
-    return metadata
 
 
 def _prompt(args: argparse.Namespace) -> str | None:
@@ -364,8 +198,8 @@ def _timed_out(args: argparse.Namespace, exc: SessionTimeoutError) -> CliError:
     where = ""
     if args.provider == "agentcore":
         where = f"--provider agentcore --harness-arn {args.harness_arn} "
-    elif args.provider == "claude-bedrock":
-        where = "--provider claude-bedrock "
+    elif args.provider in ("claude-bedrock", "openai"):
+        where = f"--provider {args.provider} "
     return CliError(
         f"{exc}; the session goes on",
         hint=f"rma run {where}--session-id {session} waits for it (raise --timeout next time)",

@@ -34,7 +34,7 @@ spec file (JSON):
       ],
       "model_config": {"effort": "high"}     default null: more model settings
     },
-    "environment": {                         optional (none for claude-bedrock)
+    "environment": {                         optional (none for claude-bedrock, openai)
       "config": {"type": "cloud"},           default {}: the provider's own environment
                                              config, sent as written
       "runtimes": [                          default []: installed with mise
@@ -48,7 +48,8 @@ spec file (JSON):
   cloud environment with unrestricted networking. For AgentCore, "config" is the
   CreateHarness "environment" object ({"agentCoreRuntimeEnvironment": {...}}) or
   CreateHarness members such as "environmentVariables"; "model_config" is merged
-  into bedrockModelConfig.
+  into bedrockModelConfig. For OpenAI, "model_config" is merged into the agent (e.g.
+  {"reasoning": {"effort": "high"}}), and each session names its environment.
 
   Resources are named <name>_<digest8> after their content, so provisioning the same
   spec again finds what exists; rma teardown with the same spec (and, for AgentCore,

@@ -1,8 +1,8 @@
 """Idempotent provisioning: content-addressed agents, environments and harnesses.
 
 * :func:`provision` / :func:`teardown` - an agent (Claude: agent + environment; AgentCore:
-  a harness brought to ``READY``) named ``<base>_<digest8>`` by its content, created only
-  when neither the store nor the provider has it.
+  a harness brought to ``READY``; OpenAI: an agent) named ``<base>_<digest8>`` by its
+  content, created only when neither the store nor the provider has it.
 * :func:`ensure_environment`, :func:`tag`, :func:`resolve`, :func:`prune_environments` -
   the Claude environment lifecycle.
 * :class:`Runtime`, :func:`bootstrap_script`, :func:`system_prompt_block`,
@@ -25,6 +25,7 @@ from req_managed_agents.provisioner._identity import canonical_json, compose_nam
 from req_managed_agents.provisioner._provision import (
     ClaudeAgentHandle,
     HarnessHandle,
+    OpenAIAgentHandle,
     provision,
     teardown,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "FileStore",
     "HarnessHandle",
     "MemoryStore",
+    "OpenAIAgentHandle",
     "PruneResult",
     "RedisStore",
     "Runtime",

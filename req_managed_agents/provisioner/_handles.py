@@ -19,6 +19,7 @@ __all__ = [
     "ClaudeAgentHandle",
     "Handle",
     "HarnessHandle",
+    "OpenAIAgentHandle",
     "forget",
     "from_record",
     "remember",
@@ -57,7 +58,18 @@ class HarnessHandle:
     endpoint_name: str = "DEFAULT"
 
 
-Handle = Union[ClaudeAgentHandle, HarnessHandle]
+@dataclass(frozen=True)
+class OpenAIAgentHandle:
+    """A provisioned OpenAI agent; sessions started from it (``agent=``) run it in the
+    environment the session names (the API has no environments to provision)."""
+
+    agent_id: str
+    name: str
+    digest: str
+    kind: str = "openai"
+
+
+Handle = Union[ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle]
 CLAUDE_KINDS = ("claude", "claude-bedrock")
 
 
@@ -70,13 +82,15 @@ def from_record(record: Any) -> Handle | None:
             return ClaudeAgentHandle(**record)
         if record.get("kind") == "agentcore":
             return HarnessHandle(**record)
+        if record.get("kind") == "openai":
+            return OpenAIAgentHandle(**record)
     except TypeError:
         return None
     return None
 
 
 def _resource_key(handle: Handle) -> str:
-    resource = handle.agent_id if isinstance(handle, ClaudeAgentHandle) else handle.harness_arn
+    resource = handle.harness_arn if isinstance(handle, HarnessHandle) else handle.agent_id
     return f"resource:{handle.kind}:{resource}"
 
 

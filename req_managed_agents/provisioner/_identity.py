@@ -21,6 +21,7 @@ from typing import Any
 __all__ = [
     "AGENTCORE_NAMES",
     "CLAUDE_NAMES",
+    "OPENAI_NAMES",
     "NamePolicy",
     "canonical_json",
     "compose_name",
@@ -78,6 +79,8 @@ class NamePolicy:
 
 # Claude agents and environments take any name of up to 256 characters.
 CLAUDE_NAMES = NamePolicy(max_length=256)
+# OpenAI agent names: kept to 256 characters here (the SDK states no limit).
+OPENAI_NAMES = NamePolicy(max_length=256)
 # AgentCore harness names: [a-zA-Z][a-zA-Z0-9_]{0,39}.
 AGENTCORE_NAMES = NamePolicy(
     max_length=40, invalid=re.compile(r"[^A-Za-z0-9_]"), must_start_with_letter=True

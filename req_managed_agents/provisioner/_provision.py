@@ -43,6 +43,7 @@ from req_managed_agents.provisioner._handles import (
     ClaudeAgentHandle,
     Handle,
     HarnessHandle,
+    OpenAIAgentHandle,
     forget,
     from_record,
 )
@@ -54,14 +55,28 @@ from req_managed_agents.provisioner._harness import (
 from req_managed_agents.provisioner._identity import (
     AGENTCORE_NAMES,
     CLAUDE_NAMES,
+    OPENAI_NAMES,
     compose_name,
     digest8,
+)
+from req_managed_agents.provisioner._openai import (
+    find_openai_agent,
+    openai_agent_body,
+    openai_client,
+    provision_openai,
 )
 from req_managed_agents.provisioner._specs import AgentSpec, EnvironmentSpec
 from req_managed_agents.provisioner._targets import agentcore_client, claude_client, default_store
 from req_managed_agents.stores import Store
 
-__all__ = ["ClaudeAgentHandle", "HarnessHandle", "locate", "provision", "teardown"]
+__all__ = [
+    "ClaudeAgentHandle",
+    "HarnessHandle",
+    "OpenAIAgentHandle",
+    "locate",
+    "provision",
+    "teardown",
+]
 
 
 def provision(
@@ -77,6 +92,8 @@ def provision(
     """The provider resources for ``spec``, reused when they exist, created when not.
 
     Claude returns a :class:`ClaudeAgentHandle`; pass it as ``agent=`` to the drivers.
+    OpenAI returns an :class:`OpenAIAgentHandle` (``agent=``); its sessions choose their
+    environment, so ``environment`` is refused there.
     On Amazon Bedrock (``ClaudeManagedAgentsBedrock``) ``environment`` is a sandbox ARN and
     ``execution_role_arn`` is required. AgentCore returns a :class:`HarnessHandle`
     (``harness=``) and needs
@@ -89,6 +106,12 @@ def provision(
     store = store if store is not None else default_store()
     from req_managed_agents.providers.claude import ClaudeManagedAgentsBedrock
 
+    if is_openai(provider):
+        if environment is not None:
+            raise TypeError(
+                "an OpenAI agent has no environment: name it per session (environment=)"
+            )
+        return provision_openai(provider, spec, store)
     if isinstance(provider, ClaudeManagedAgentsBedrock):
         return provision_claude_bedrock(provider, spec, environment, store, execution_role_arn)
     if isinstance(environment, str):
@@ -101,6 +124,14 @@ def provision(
             provider, spec, environment, store, execution_role_arn, timeout, endpoint_name
         )
     return provision_claude(provider, spec, environment, store)
+
+
+def is_openai(provider: Any) -> bool:
+    try:
+        openai_client(provider)
+    except TypeError:
+        return False
+    return True
 
 
 def is_agentcore(provider: Any) -> bool:
@@ -122,7 +153,8 @@ def teardown(
     environment: EnvironmentSpec | None = None,
     execution_role_arn: str | None = None,
 ) -> None:
-    """Archive the Claude agent or delete the AgentCore harness, and forget it in the store.
+    """Archive the Claude agent, or delete the OpenAI agent or the AgentCore harness, and
+    forget it in the store.
 
     Takes the handle ``provision`` returned, or the same spec (with the same ``environment``
     and, for AgentCore, ``execution_role_arn``), in which case the resource is found by its
@@ -136,7 +168,7 @@ def teardown(
         if located is None:
             return
         resolved: Handle | None = located
-    elif isinstance(handle_or_spec, (ClaudeAgentHandle, HarnessHandle)):
+    elif isinstance(handle_or_spec, (ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle)):
         resolved = handle_or_spec
     else:
         resolved = from_record(handle_or_spec)
@@ -145,6 +177,8 @@ def teardown(
     try:
         if isinstance(resolved, ClaudeAgentHandle):
             claude_client(provider).archive_agent(resolved.agent_id)
+        elif isinstance(resolved, OpenAIAgentHandle):
+            openai_client(provider).delete_agent(resolved.agent_id)
         else:
             agentcore_client(provider).delete_harness(resolved.harness_id)
     except NotFoundError:
@@ -159,6 +193,11 @@ def locate(
     execution_role_arn: str | None,
 ) -> Handle | None:
     """The live resource a spec was provisioned as, found by name at the provider."""
+    if is_openai(provider):
+        body = openai_agent_body(spec)
+        name = compose_name(spec.name, digest8(body), OPENAI_NAMES)
+        agent = find_openai_agent(openai_client(provider), name)
+        return None if agent is None else OpenAIAgentHandle(str(agent["id"]), name, name[-8:])
     if is_agentcore(provider):
         body = harness_body(spec, environment, (execution_role_arn or "").strip())
         name = compose_name(spec.name, digest8(body), AGENTCORE_NAMES)
