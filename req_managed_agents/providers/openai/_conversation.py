@@ -126,10 +126,11 @@ class OpenAIConversation:
         )
         self._feed.start()
         self._delivery = Delivery(client, session_id, self._telemetry, self._pause)
+        self._cancelled = cancelled
         try:
             self._feed.wait_connected(cancelled)
         except FeedClosed:
-            self._aborted = True
+            self.close()
             raise Aborted from None
 
     @property
@@ -225,6 +226,10 @@ class OpenAIConversation:
         self._feed.stop(join_timeout=0.5)
 
     def close(self) -> None:
+        """Release the connections. A conversation stopped (``cancelled``) before anyone
+        followed the turn its creation started stops that turn too: no driver will."""
+        if self._initial is not None and self._cancelled is not None and self._cancelled.is_set():
+            self._delivery.interrupt()
         self.abort()
 
     def delivered(self, prompt: str) -> bool | None:

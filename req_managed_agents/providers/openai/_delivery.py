@@ -93,6 +93,8 @@ class Delivery:
         """Cancel the running turn, after the inputs in flight: with none, at once; with one
         on its way, as soon as it lands, so the cancel never overtakes the input it means."""
         with self._lock:
+            if self._interrupted:
+                return  # once: a second cancel would meet no open turn
             self._interrupted = True
             in_flight = self._in_flight
         if not in_flight:

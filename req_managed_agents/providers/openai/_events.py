@@ -232,6 +232,14 @@ def _message_text(item: object, role: str, part_type: str) -> str | None:
     )
 
 
+def _is_answer(item: object) -> bool:
+    """Whether an item records an answer we gave (a function's output, an approval)."""
+    return isinstance(item, Mapping) and item.get("type") in (
+        "function_call_output",
+        "computer_use_approval_request_result",
+    )
+
+
 def _observed(item: Mapping[str, Any]) -> ToolUse:
     """A tool the service ran itself (MCP, web search, a command), observed only."""
     server = item.get("server_label")
@@ -249,7 +257,8 @@ def normalize(
 ) -> TurnResult:
     """Fold the events of one of our turns - from the input's effect to a session
     boundary - into a :class:`TurnResult`. ``root_turns`` are the service turns of the root
-    agent: only their messages are the agent's text, and how the last of them ended
+    agent: only their messages are the agent's text (those after the last answer the batch
+    records, for a reattached session's whole service turn), and how the last of them ended
     decides between ``end_turn`` and ``terminated`` at an idle."""
     boundary = next(event for event in reversed(batch) if event.get("type") in BOUNDARIES)
     session = boundary.get("session")
@@ -260,7 +269,9 @@ def normalize(
     ended: tuple[str, Any] | None = None
     for event in batch:
         kind = event.get("type")
-        if kind == ITEM_DONE:
+        if kind == ITEM_ADDED and _is_answer(event.get("item")):
+            texts = []  # what the agent wrote before the answers belongs to an earlier turn
+        elif kind == ITEM_DONE:
             item = event.get("item")
             text = assistant_text(item)
             if text and event.get("turn_id") in root_turns:
