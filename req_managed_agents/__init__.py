@@ -122,6 +122,7 @@ if TYPE_CHECKING:
         provision,
         teardown,
     )
+    from req_managed_agents.toolset import AgentToolset, UnsandboxedWarning
 
 # Public name -> module that defines it, imported on first attribute access (these pull in
 # ``requests`` and the drivers, which an import of the package alone should not pay for).
@@ -138,6 +139,8 @@ _LAZY: dict[str, str] = {
     "ClaudeManagedAgentsBedrock": "req_managed_agents.providers",
     "CommandResult": "req_managed_agents.providers",
     "OpenAIAgents": "req_managed_agents.providers",
+    "AgentToolset": "req_managed_agents.toolset",
+    "UnsandboxedWarning": "req_managed_agents.toolset",
     "BatchItem": "req_managed_agents.drivers._batch",
     "BatchOutcome": "req_managed_agents.drivers._batch",
     "read_prompts": "req_managed_agents.drivers._batch",
@@ -154,6 +157,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "APIError",
     "AgentSpec",
+    "AgentToolset",
     "Allow",
     "AmbiguousRunError",
     "Artifact",
@@ -242,6 +246,7 @@ __all__ = [
     "UnfinishedToolCallError",
     "UnknownTagError",
     "UnresolvedRequiresActionError",
+    "UnsandboxedWarning",
     "Usage",
     "__version__",
     "ensure_environment",
