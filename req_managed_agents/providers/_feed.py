@@ -18,11 +18,12 @@ and reach the driver.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -39,8 +40,9 @@ from req_managed_agents.errors import (
     StreamReconnectError,
     TransportError,
 )
+from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._http import shutdown_response
+from req_managed_agents.transport._http import read_chunks, shutdown_response
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "History",
     "SessionEnded",
     "StreamFeed",
+    "Unparseable",
 ]
 
 _log = get_logger(__name__)
@@ -64,6 +67,10 @@ Event = dict[str, Any]
 
 class FeedClosed(Exception):
     """The feed was stopped while someone waited on it (internal signal)."""
+
+
+class Unparseable(Exception):
+    """A stream frame that should carry a session event but does not parse (internal)."""
 
 
 class SessionEnded(Exception):
@@ -190,11 +197,57 @@ class StreamFeed:
         ends it, raise what broke it (:class:`SessionEnded` when the session is gone)."""
         raise NotImplementedError
 
-    def _track(self, response: requests.Response | None) -> None:
-        """Name the open stream, so that :meth:`stop` can wake its reader (None once it
-        is closed)."""
-        with self._lock:
-            self._response = response
+    def _parse(self, sse: ServerSentEvent) -> Event | None:
+        """The session event one frame carries, None for heartbeats and noise; raises
+        :class:`Unparseable` when an event was meant and does not parse."""
+        raise NotImplementedError
+
+    def _deliver(self, event: Event) -> None:
+        """Add an event to the next batch unless it was delivered already."""
+        raise NotImplementedError
+
+    def _recover(self) -> None:
+        """Deliver what the session recorded and the feed has not delivered (a catch-up)."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _holding(self, response: requests.Response) -> Iterator[bool]:
+        """Hold one connection: named for :meth:`stop`, reported attached, and flushed and
+        closed however it ends. Yields whether it is the feed's first."""
+        try:
+            with self._lock:
+                self._response = response
+            first = not self.connected.is_set()
+            if not self._stopped.is_set():
+                telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
+                _log.debug("event stream of %s attached (first: %s)", self._session_id, first)
+            yield first
+        finally:
+            self._flush()
+            with self._lock:
+                self._response = None
+            response.close()
+
+    def _read(self, response: requests.Response, decoder: SSEDecoder, idle: float) -> None:
+        """Deliver the stream's events until the server ends it. After a frame that does not
+        parse, the feed catches up at once (:meth:`_recover`): what the frame carried is
+        recorded somewhere, and a turn could otherwise wait for an end that already came."""
+        for chunk in read_chunks(response, idle):
+            for sse in decoder.feed(chunk):
+                try:
+                    event = self._parse(sse)
+                except Unparseable as bad:
+                    # The message, not the exception: a log handler that keeps records would
+                    # keep its traceback, and the stream's connection with it.
+                    _log.warning("catching up after an unreadable %r frame: %s", sse.event, bad)
+                    self._flush()
+                    self._recover()
+                    continue
+                if event is not None:
+                    self._deliver(event)
+            self._flush()
+        if not self._stopped.is_set():
+            telemetry.emit("stream.done", {}, self._metadata)
 
     def _queue_history(self, events: list[Event]) -> None:
         self._queue.put(History(events))

@@ -29,11 +29,16 @@ import requests
 from req_managed_agents import telemetry
 from req_managed_agents.errors import BadRequestError, StreamError
 from req_managed_agents.model._recent import RecentSet
-from req_managed_agents.providers._feed import FeedClosed, History, SessionEnded, StreamFeed
+from req_managed_agents.providers._feed import (
+    FeedClosed,
+    History,
+    SessionEnded,
+    StreamFeed,
+    Unparseable,
+)
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._http import read_chunks
 from req_managed_agents.transport._json import loads
 from req_managed_agents.transport._redact import get_logger
 
@@ -111,13 +116,9 @@ class EventFeed(StreamFeed):
     def _connect_and_read(self) -> None:
         """One connection's life; returns when the server ends it, raises what broke it."""
         response = self._open_stream()
-        try:
-            self._track(response)
+        with self._holding(response) as first:
             if self._stopped.is_set():
                 return
-            first = not self.connected.is_set()
-            telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
-            _log.debug("event stream of %s attached (reconnect: %s)", self._session_id, not first)
             history = self.history_after(self.newest_id())
             if first and self._deliver_history:
                 for old in history:
@@ -128,32 +129,14 @@ class EventFeed(StreamFeed):
                     self._deliver(missed)
                 self._flush()
             self.connected.set()
-            decoder = SSEDecoder()
-            for chunk in read_chunks(response, self._idle_timeout):
-                for sse in decoder.feed(chunk):
-                    try:
-                        event = _parse(sse)
-                    except _Unparseable as bad:
-                        # The history has the event this frame carried: fetch it now, or a
-                        # turn could wait forever for its end or miss a tool call.
-                        # The message, not the exception: a log handler that keeps records
-                        # would keep its traceback, and the stream's connection with it.
-                        _log.warning(
-                            "catching up after an unreadable %r frame: %s", sse.event, str(bad)
-                        )
-                        self._flush()
-                        for missed in self.history_after(self.newest_id()):
-                            self._deliver(missed)
-                        continue
-                    if event is not None:
-                        self._deliver(event)
-                self._flush()
-            if not self._stopped.is_set():
-                telemetry.emit("stream.done", {}, self._metadata)
-        finally:
-            self._flush()
-            self._track(None)
-            response.close()
+            self._read(response, SSEDecoder(), self._idle_timeout)
+
+    def _recover(self) -> None:
+        for missed in self.history_after(self.newest_id()):
+            self._deliver(missed)
+
+    def _parse(self, sse: ServerSentEvent) -> Event | None:
+        return _parse(sse)
 
     def _open_stream(self) -> requests.Response:
         try:
@@ -198,14 +181,10 @@ class EventFeed(StreamFeed):
         return True
 
 
-class _Unparseable(Exception):
-    """A stream frame that should carry a session event but does not parse (internal)."""
-
-
 def _parse(sse: ServerSentEvent) -> Event | None:
     """The session event carried by one SSE frame, or None for heartbeats and noise.
 
-    Raises :class:`_Unparseable` when the frame's data is not a JSON object: a session event
+    Raises :class:`Unparseable` when the frame's data is not a JSON object: a session event
     was meant and is missing.
     """
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip():
@@ -213,9 +192,9 @@ def _parse(sse: ServerSentEvent) -> Event | None:
     try:
         data = loads(sse.data, cut_deep=True)
     except ValueError as exc:
-        raise _Unparseable(str(exc)) from None
+        raise Unparseable(str(exc)) from None
     if not isinstance(data, dict):
-        raise _Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
+        raise Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
     if sse.event == "error" or data.get("type") == "error":
         error = data.get("error")
         detail = error.get("message", error) if isinstance(error, dict) else data

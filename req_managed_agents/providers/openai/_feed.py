@@ -26,7 +26,7 @@ import requests
 from req_managed_agents import telemetry
 from req_managed_agents.errors import StreamError
 from req_managed_agents.model._recent import RecentSet
-from req_managed_agents.providers._feed import FeedClosed, History, StreamFeed
+from req_managed_agents.providers._feed import FeedClosed, History, StreamFeed, Unparseable
 from req_managed_agents.providers.openai._catch_up import Tracker, catch_up
 from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
@@ -68,7 +68,7 @@ def opening(response: requests.Response, idle_timeout: float) -> tuple[str, Open
         for chunk in read_chunks(response, idle_timeout):
             try:
                 events = [e for e in map(_parse, decoder.feed(chunk)) if e is not None]
-            except ValueError as bad:
+            except Unparseable as bad:
                 raise StreamError(
                     f"the session stream opened with an unreadable frame: {bad}"
                 ) from None
@@ -123,13 +123,9 @@ class OpenAIFeed(StreamFeed):
         """One connection's life; returns when the server ends it, raises what broke it."""
         opened, self._opened = self._opened, None
         response = opened.response if opened is not None else self._open_stream()
-        try:
-            self._track(response)
+        with self._holding(response) as first:
             if self._stopped.is_set():
                 return
-            first = not self.connected.is_set()
-            telemetry.emit("stream.connected", {}, {**self._metadata, "reconnect": not first})
-            _log.debug("event stream of %s attached (reconnect: %s)", self._session_id, not first)
             if opened is not None:
                 self._catch_up(opened.pending)  # the stream began with the session
             else:
@@ -140,30 +136,13 @@ class OpenAIFeed(StreamFeed):
                     self._catch_up(missed)
             self.connected.set()
             decoder = opened.decoder if opened is not None else SSEDecoder()
-            for chunk in read_chunks(response, self._idle_timeout):
-                for sse in decoder.feed(chunk):
-                    try:
-                        event = _parse(sse)
-                    except ValueError as bad:
-                        # Whatever the frame announced can be read back: do it now, or a
-                        # turn could wait for an end that already happened.
-                        _log.warning(
-                            "catching up after an unreadable %r frame: %s", sse.event, str(bad)
-                        )
-                        self._flush()
-                        self._catch_up(
-                            catch_up(self._client, self._session_id, self._tracker, self._metadata)
-                        )
-                        continue
-                    if event is not None:
-                        self._deliver(event)
-                self._flush()
-            if not self._stopped.is_set():
-                telemetry.emit("stream.done", {}, self._metadata)
-        finally:
-            self._flush()
-            self._track(None)
-            response.close()
+            self._read(response, decoder, self._idle_timeout)
+
+    def _recover(self) -> None:
+        self._catch_up(catch_up(self._client, self._session_id, self._tracker, self._metadata))
+
+    def _parse(self, sse: ServerSentEvent) -> Event | None:
+        return _parse(sse)
 
     def _open_stream(self) -> requests.Response:
         return self._client.open_event_stream(
@@ -205,15 +184,18 @@ class OpenAIFeed(StreamFeed):
 def _parse(sse: ServerSentEvent) -> Event | None:
     """The session event carried by one SSE frame, or None for heartbeats and noise.
 
-    Raises :class:`ValueError` when the frame's data is not a JSON object: an event was
+    Raises :class:`Unparseable` when the frame's data is not a JSON object: an event was
     meant and is missing. A ``type: "error"`` event is the session's news, not the
     stream's failure: it is delivered like any other.
     """
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip() or sse.data.strip() == "[DONE]":
         return None
-    data = loads(sse.data, cut_deep=True)
+    try:
+        data = loads(sse.data, cut_deep=True)
+    except ValueError as exc:
+        raise Unparseable(str(exc)) from None
     if not isinstance(data, dict):
-        raise ValueError(f"the data is a JSON {type(data).__name__}, not an object")
+        raise Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
     if data.get("type") in _HEARTBEAT_TYPES:
         return None
     if "type" not in data and sse.event not in (None, "", "message"):

@@ -12,8 +12,9 @@ from typing import ClassVar
 import pytest
 
 from req_managed_agents import StreamReconnectError
+from req_managed_agents.providers._feed import Unparseable
 from req_managed_agents.providers.claude import ClaudeManagedAgents, _feed
-from req_managed_agents.providers.claude._feed import EventFeed, _parse, _Unparseable
+from req_managed_agents.providers.claude._feed import EventFeed, _parse
 from req_managed_agents.sse import ServerSentEvent
 
 
@@ -59,7 +60,8 @@ def flaky_server() -> Iterator[str]:
 def test_heartbeats_alone_do_not_reset_the_reconnect_budget(
     flaky_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_feed, "RECONNECT", _feed.RECONNECT.but(base=0.02, cap=0.16))
+    # Delays large enough that their growth shows above a loaded machine's connect times.
+    monkeypatch.setattr(_feed, "RECONNECT", _feed.RECONNECT.but(base=0.05, cap=0.4))
     with ClaudeManagedAgents("sk-ant-test-" + "k" * 20, base_url=flaky_server) as provider:
         feed = EventFeed(
             provider.client,
@@ -91,7 +93,7 @@ def test_heartbeats_alone_do_not_reset_the_reconnect_budget(
     ],
 )
 def test_a_frame_that_does_not_parse_is_reported_for_a_catch_up(data: str) -> None:
-    with pytest.raises(_Unparseable):
+    with pytest.raises(Unparseable):
         _parse(ServerSentEvent("agent.message", data, None, None))
 
 
