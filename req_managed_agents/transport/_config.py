@@ -14,7 +14,14 @@ from typing import TypeVar
 
 from req_managed_agents.errors import ConfigurationError
 
-__all__ = ["credential", "required_setting", "setting", "text_setting"]
+__all__ = [
+    "check_client_limits",
+    "credential",
+    "required_setting",
+    "setting",
+    "text_setting",
+    "url_setting",
+]
 
 T = TypeVar("T")
 
@@ -59,3 +66,19 @@ def credential(value: str, what: str) -> str:
             f"the {what} contains spaces, control or non-ASCII characters; check how it was copied"
         )
     return cleaned
+
+
+def url_setting(explicit: str | None, env_var: str, default: str) -> str:
+    """:func:`text_setting` for a base URL, which must be http(s)."""
+    url = text_setting(explicit, env_var, default) or default
+    if not url.startswith(("https://", "http://")):
+        raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
+    return url
+
+
+def check_client_limits(timeout: float, max_retries: int) -> None:
+    """Refuse a timeout or a retry count no HTTP client can work with."""
+    if timeout <= 0:
+        raise ConfigurationError("timeout must be positive")
+    if max_retries < 0:
+        raise ConfigurationError("max_retries must not be negative")

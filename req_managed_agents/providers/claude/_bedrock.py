@@ -29,7 +29,12 @@ from req_managed_agents.transport._aws import (
     resolve_credentials,
     resolve_region,
 )
-from req_managed_agents.transport._config import credential, text_setting
+from req_managed_agents.transport._config import (
+    check_client_limits,
+    credential,
+    text_setting,
+    url_setting,
+)
 from req_managed_agents.transport._redact import Secret
 
 __all__ = ["BEDROCK_OPTIONS", "SIGNING_NAME", "ClaudeBedrockOptions", "ClaudeManagedAgentsBedrock"]
@@ -102,10 +107,7 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
         max_retries: int = 2,
         http: requests.Session | None = None,
     ) -> None:
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be positive")
-        if max_retries < 0:
-            raise ConfigurationError("max_retries must not be negative")
+        check_client_limits(timeout, max_retries)
         explicit_aws = credentials is not None or profile is not None
         if api_key is not None and explicit_aws:
             raise ConfigurationError(
@@ -130,9 +132,7 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
             raise ConfigurationError(f"not an AWS region name: {resolved!r}")
         self.region = resolved
         default_url = f"https://bedrock.{resolved}.amazonaws.com/anthropic"
-        url = text_setting(base_url, "ANTHROPIC_BEDROCK_BASE_URL", default_url) or default_url
-        if not url.startswith(("https://", "http://")):
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
+        url = url_setting(base_url, "ANTHROPIC_BEDROCK_BASE_URL", default_url)
         self.client = ClaudeBedrockClient(
             key,
             base_url=url,

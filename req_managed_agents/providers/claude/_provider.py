@@ -24,7 +24,13 @@ from req_managed_agents.providers.claude._client import (
 )
 from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
 from req_managed_agents.providers.claude._options import OPTIONS, SESSION_OPTIONS
-from req_managed_agents.transport._config import credential, required_setting, setting, text_setting
+from req_managed_agents.transport._config import (
+    check_client_limits,
+    credential,
+    required_setting,
+    setting,
+    url_setting,
+)
 from req_managed_agents.transport._redact import Secret
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
@@ -77,15 +83,10 @@ class ClaudeManagedAgents:
         beta: str | None = None,
         auth: AuthScheme = "x-api-key",
     ) -> None:
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be positive")
-        if max_retries < 0:
-            raise ConfigurationError("max_retries must not be negative")
+        check_client_limits(timeout, max_retries)
         what = "Anthropic API key"
         key = Secret(credential(required_setting(api_key, "ANTHROPIC_API_KEY", what), what))
-        url = text_setting(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
-        if not url.startswith(("https://", "http://")):
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
+        url = url_setting(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
         self.client = ClaudeClient(
             key,
             base_url=url,

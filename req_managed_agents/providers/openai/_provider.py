@@ -19,7 +19,14 @@ from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.providers.openai._conversation import PROVIDER_NAME, OpenAIConversation
 from req_managed_agents.providers.openai._feed import Opened, opening
 from req_managed_agents.providers.openai._options import OPTIONS, SESSION_OPTIONS
-from req_managed_agents.transport._config import credential, required_setting, setting, text_setting
+from req_managed_agents.transport._config import (
+    check_client_limits,
+    credential,
+    required_setting,
+    setting,
+    text_setting,
+    url_setting,
+)
 from req_managed_agents.transport._redact import Secret
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_ENVIRONMENT", "DEFAULT_IDLE_TIMEOUT", "OpenAIAgents"]
@@ -72,15 +79,10 @@ class OpenAIAgents:
         max_retries: int = 2,
         http: requests.Session | None = None,
     ) -> None:
-        if timeout <= 0:
-            raise ConfigurationError("timeout must be positive")
-        if max_retries < 0:
-            raise ConfigurationError("max_retries must not be negative")
+        check_client_limits(timeout, max_retries)
         what = "OpenAI API key"
         key = Secret(credential(required_setting(api_key, "OPENAI_API_KEY", what), what))
-        url = text_setting(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL) or DEFAULT_BASE_URL
-        if not url.startswith(("https://", "http://")):
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {url!r}")
+        url = url_setting(base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
         org = text_setting(organization, "OPENAI_ORG_ID")
         proj = text_setting(project, "OPENAI_PROJECT_ID")
         self.client = OpenAIClient(
