@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, BinaryIO, Literal, Union
@@ -166,7 +165,6 @@ class ClientCore:
             authenticate=self._authenticate,
             session=http,
         )
-        self._closed = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -180,7 +178,6 @@ class ClientCore:
 
     def close(self) -> None:
         """Release pooled connections."""
-        self._closed.set()
         self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:

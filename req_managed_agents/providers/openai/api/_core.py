@@ -16,7 +16,6 @@ Retries follow the :mod:`~req_managed_agents.transport._backoff` policy:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -139,7 +138,6 @@ class ClientCore:
             authenticate=self._authenticate,
             session=http,
         )
-        self._closed = threading.Event()
 
     @property
     def base_url(self) -> str:
@@ -153,7 +151,6 @@ class ClientCore:
 
     def close(self) -> None:
         """Release pooled connections."""
-        self._closed.set()
         self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:
