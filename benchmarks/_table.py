@@ -50,7 +50,7 @@ def machine() -> str:
 
 
 def markdown(rows: Sequence[Row], notes: Sequence[str]) -> str:
-    lines = [*notes, "", _COLUMNS, "|-" * 6 + "|"]
+    lines = ["\n\n".join(notes), "", _COLUMNS, "|-" * 6 + "|"]
     for row in rows:
         cells = (row.section, row.measure, row.ours, row.peer, row.ratio, row.target)
         lines.append("| " + " | ".join(cells) + " |")
