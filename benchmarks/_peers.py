@@ -1,7 +1,7 @@
 """The peer libraries the benchmarks compare against, kept out of the project's virtualenv.
 
-``anthropic``, ``boto3`` and ``botocore`` are test extras, so ``scripts/test`` has already
-installed them. ``httpx-sse`` and ``sseclient-py`` are not: they are installed with
+``anthropic``, ``boto3``, ``botocore`` and ``openai`` are test extras, so ``scripts/test``
+has already installed them. ``httpx-sse`` and ``sseclient-py`` are not: they are installed with
 ``pip install --target`` into ``benchmarks/.peers`` (git-ignored) and that folder goes at the
 *end* of ``sys.path``, so that nothing in it can shadow what the project's environment holds.
 """
@@ -19,7 +19,12 @@ PEERS_DIR = Path(__file__).parent / ".peers"
 # module -> distribution, for what must be importable and what the report names. httpx-sse
 # does not declare its dependency on httpx.
 _INSTALLABLE = {"httpx_sse": "httpx-sse", "httpx": "httpx", "sseclient": "sseclient-py"}
-_FROM_TEST_EXTRAS = {"anthropic": "anthropic", "botocore": "botocore", "boto3": "boto3"}
+_FROM_TEST_EXTRAS = {
+    "anthropic": "anthropic",
+    "botocore": "botocore",
+    "boto3": "boto3",
+    "openai": "openai",
+}
 
 
 def ensure_peers() -> None:

@@ -1,13 +1,16 @@
-"""A Claude Managed Agents stand-in that replays pre-encoded event streams (benchmarks only).
+"""Replay servers: stand-ins for a service that send pre-encoded event streams (benchmarks only).
 
-The emulator in ``req_managed_agents.testing`` builds, records and checks every event as it
-goes, which makes it the slowest party when a client's throughput is measured. This server
-does no work per event: a session's stream is a list of byte *segments* encoded in advance,
-and each ``POST .../events`` releases the next one onto the open stream, sent whole as one
-HTTP chunk. What a client then measures is its own cost of reading, decoding and handling.
+The emulators in ``req_managed_agents.testing`` build, record and check every event as they
+go, which makes them the slowest party when a client's throughput is measured. A replay
+server does no work per event: a session's stream is made of byte *segments* encoded in
+advance, each pushed onto the open stream whole, as one HTTP chunk, when the request that
+releases it arrives. What a client then measures is its own cost of reading, decoding and
+handling.
 
-It answers just the calls a run makes - create a session, open its stream, read one page of
-history (empty), post events (echoed with the ids the segments expect) - and 404s the rest.
+:class:`LoopbackReplay` is the HTTP/1.1 server and the streaming; a subclass answers its
+service's routes. :class:`ReplayServer` is the Claude Managed Agents one: it answers just
+the calls a run makes - create a session, open its stream, read one page of history (empty),
+post events (echoed with the ids the segments expect) - and 404s the rest.
 """
 
 from __future__ import annotations
@@ -19,8 +22,16 @@ from collections.abc import Sequence
 from itertools import count
 from typing import Any
 
+from typing_extensions import Self
+
 SEGMENT_ECHO_ID = "sevt_echo_{}"
 """The id the ``n``-th posted event gets; segment ``n`` opens with its echo."""
+
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n"
+)
+_REASONS = {200: "OK", 202: "Accepted", 404: "Not Found"}
 
 
 def sse(event: dict[str, Any]) -> bytes:
@@ -47,61 +58,61 @@ def idle(stop_reason: dict[str, Any], n: int) -> bytes:
 _AT = "2026-12-03T12:00:00.000Z"
 
 
-class _Replay:
-    def __init__(self, segments: Sequence[bytes]) -> None:
-        self.segments = list(segments)
-        self.released = 0
+class Segments:
+    """What one session's stream sends: ``total`` segments, pushed as they are released."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.pushed: list[bytes] = []
         self.changed = threading.Condition()
 
-    def release(self) -> int:
+    def push(self, *segments: bytes) -> None:
         with self.changed:
-            self.released += 1
+            self.pushed.extend(segments)
             self.changed.notify_all()
-            return self.released - 1
 
 
-class ReplayServer:
-    """Serve on ``127.0.0.1``; :meth:`add_session` prepares a session's segments."""
+class LoopbackReplay:
+    """An HTTP/1.1 server on ``127.0.0.1``, a thread per connection; subclasses answer
+    requests in :meth:`_respond` and register each session's :class:`Segments`."""
 
     def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self._sessions: dict[str, _Replay] = {}
-        self._prepared: list[str] = []
-        self._ids = count()
         self._lock = threading.Lock()
         self._closed = False
         self._connections: list[socket.socket] = []
+        self._streams: list[Segments] = []
         self._accepting = threading.Thread(target=self._accept, daemon=True)
         self._accepting.start()
-
-    def add_session(self, segments: Sequence[bytes], *, created_by_client: bool = True) -> str:
-        """Prepare a session and return its id. When ``created_by_client``, a later
-        ``POST /v1/sessions`` hands it out (in the order they were added)."""
-        session_id = f"sesn_replay_{next(self._ids)}"
-        with self._lock:
-            self._sessions[session_id] = _Replay(segments)
-            if created_by_client:
-                self._prepared.append(session_id)
-        return session_id
 
     def close(self) -> None:
         self._closed = True
         self._listener.close()
         with self._lock:
             connections, self._connections = self._connections, []
-            replays = list(self._sessions.values())
-        for replay in replays:
-            with replay.changed:
-                replay.changed.notify_all()
+            streams = list(self._streams)
+        for segments in streams:
+            with segments.changed:
+                segments.changed.notify_all()
         for connection in connections:
             connection.close()
 
-    def __enter__(self) -> ReplayServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _segments(self, total: int) -> Segments:
+        segments = Segments(total)
+        with self._lock:
+            self._streams.append(segments)
+        return segments
+
+    def _respond(self, connection: socket.socket, method: str, path: str, body: bytes) -> bool:
+        """Answer one request; False when the connection is done (a stream was served)."""
+        raise NotImplementedError
 
     def _accept(self) -> None:
         while not self._closed:
@@ -144,54 +155,100 @@ class ReplayServer:
         finally:
             connection.close()
 
-    def _respond(self, connection: socket.socket, method: str, path: str, body: bytes) -> bool:
-        """Answer one request; False when the connection is done (a stream was served)."""
-        parts = path.strip("/").split("/")
-        if method == "POST" and parts == ["v1", "sessions"]:
-            with self._lock:
-                session_id = self._prepared.pop(0)
-            return _json(connection, {"id": session_id, "type": "session", "status": "idle"})
-        replay = self._sessions.get(parts[2]) if len(parts) >= 3 else None
-        if replay is None or parts[:2] != ["v1", "sessions"]:
-            return _json(connection, {"type": "error", "error": {"type": "not_found_error"}}, 404)
-        if method == "GET" and parts[3:] == ["events", "stream"]:
-            self._stream(connection, replay)
-            return False
-        if method == "GET" and parts[3:] == ["events"]:
-            return _json(connection, {"data": [], "next_page": None})
-        if method == "POST" and parts[3:] == ["events"]:
-            posted = json.loads(body)["events"]
-            echoes = []
-            for event in posted:
-                echoes.append({**event, "id": SEGMENT_ECHO_ID.format(replay.release())})
-            return _json(connection, {"data": echoes})
-        return _json(connection, {"type": "error", "error": {"type": "not_found_error"}}, 404)
-
-    def _stream(self, connection: socket.socket, replay: _Replay) -> None:
-        connection.sendall(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n"
-        )
+    def _stream(self, connection: socket.socket, segments: Segments) -> None:
+        """Send the segments as they are pushed, each as one chunk, until all were sent."""
+        connection.sendall(SSE_HEAD)
         sent = 0
-        while sent < len(replay.segments) and not self._closed:
-            with replay.changed:
-                while replay.released <= sent and not self._closed:
-                    replay.changed.wait(1)
-            while sent < min(replay.released, len(replay.segments)):
-                segment = replay.segments[sent]
+        while sent < segments.total and not self._closed:
+            with segments.changed:
+                while len(segments.pushed) <= sent and not self._closed:
+                    segments.changed.wait(1)
+                ready = segments.pushed[sent:]
+            for segment in ready:
                 connection.sendall(b"%x\r\n%b\r\n" % (len(segment), segment))
-                sent += 1
+            sent += len(ready)
         # Stay open like the service does; the client closes when its turn is over.
         while not self._closed and connection.recv(4096):
             pass
 
 
-def _json(connection: socket.socket, payload: dict[str, Any], status: int = 200) -> bool:
-    body = json.dumps(payload).encode()
-    reason = "OK" if status == 200 else "Not Found"
-    connection.sendall(
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nrequest-id: req_replay\r\n\r\n".encode()
-        + body
-    )
+def send_json(connection: socket.socket, payload: object, status: int = 200) -> bool:
+    return send_body(connection, json.dumps(payload).encode(), status)
+
+
+def send_body(
+    connection: socket.socket,
+    body: bytes,
+    status: int = 200,
+    content_type: str = "application/json",
+) -> bool:
+    """Answer with ``body`` (encoded in advance); True: the connection serves on."""
+    head = f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
+    if body:
+        head += f"content-type: {content_type}\r\n"
+    head += f"content-length: {len(body)}\r\nrequest-id: req_replay\r\n\r\n"
+    connection.sendall(head.encode() + body)
     return True
+
+
+class _ClaudeSession:
+    """Segment ``n`` is released by the ``n``-th posted event."""
+
+    def __init__(self, segments: Sequence[bytes], stream: Segments) -> None:
+        self.segments = list(segments)
+        self.stream = stream
+        self.released = 0
+
+    def release(self) -> int:
+        released = self.released
+        self.released += 1
+        if released < len(self.segments):
+            self.stream.push(self.segments[released])
+        return released
+
+
+_NOT_FOUND = {"type": "error", "error": {"type": "not_found_error"}}
+
+
+class ReplayServer(LoopbackReplay):
+    """Claude Managed Agents; :meth:`add_session` prepares a session's segments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sessions: dict[str, _ClaudeSession] = {}
+        self._prepared: list[str] = []
+        self._ids = count()
+
+    def add_session(self, segments: Sequence[bytes], *, created_by_client: bool = True) -> str:
+        """Prepare a session and return its id. When ``created_by_client``, a later
+        ``POST /v1/sessions`` hands it out (in the order they were added)."""
+        session_id = f"sesn_replay_{next(self._ids)}"
+        session = _ClaudeSession(segments, self._segments(len(segments)))
+        with self._lock:
+            self._sessions[session_id] = session
+            if created_by_client:
+                self._prepared.append(session_id)
+        return session_id
+
+    def _respond(self, connection: socket.socket, method: str, path: str, body: bytes) -> bool:
+        parts = path.strip("/").split("/")
+        if method == "POST" and parts == ["v1", "sessions"]:
+            with self._lock:
+                session_id = self._prepared.pop(0)
+            return send_json(connection, {"id": session_id, "type": "session", "status": "idle"})
+        session = self._sessions.get(parts[2]) if len(parts) >= 3 else None
+        if session is None or parts[:2] != ["v1", "sessions"]:
+            return send_json(connection, _NOT_FOUND, 404)
+        if method == "GET" and parts[3:] == ["events", "stream"]:
+            self._stream(connection, session.stream)
+            return False
+        if method == "GET" and parts[3:] == ["events"]:
+            return send_json(connection, {"data": [], "next_page": None})
+        if method == "POST" and parts[3:] == ["events"]:
+            posted = json.loads(body)["events"]
+            with self._lock:
+                echoes = [
+                    {**event, "id": SEGMENT_ECHO_ID.format(session.release())} for event in posted
+                ]
+            return send_json(connection, {"data": echoes})
+        return send_json(connection, _NOT_FOUND, 404)
