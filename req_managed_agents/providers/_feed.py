@@ -40,6 +40,8 @@ from req_managed_agents.errors import (
     StreamReconnectError,
     TransportError,
 )
+from req_managed_agents.model._vocabulary import SessionInfo
+from req_managed_agents.providers._base import Aborted
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import read_chunks, shutdown_response
@@ -337,3 +339,59 @@ def _reconnectable(error: ManagedAgentsError) -> bool:
     if isinstance(error, (StreamError, TransportError, RateLimitError, ServerError)):
         return True
     return isinstance(error, APIError) and error.status_code == 408
+
+
+class FeedConversation:
+    """What a conversation reading a :class:`StreamFeed` shares: reading it (a stopped
+    feed is :class:`~req_managed_agents.providers.Aborted`), refusing an input it could not
+    see the turn of, and letting go of the session."""
+
+    info: SessionInfo
+    _feed: StreamFeed
+    _aborted: bool
+
+    @property
+    def session_id(self) -> str:
+        return self.info.session_id
+
+    def abort(self) -> None:
+        self._aborted = True
+        self._feed.stop(join_timeout=0.5)
+
+    def discard(self) -> None:
+        """Close a session this conversation created and never used, deleting it."""
+        self.abort()
+        try:
+            self._delete_session()
+        except ManagedAgentsError as exc:
+            _log.warning("could not delete the unused session %s: %s", self.session_id, exc)
+
+    def _delete_session(self) -> None:
+        raise NotImplementedError
+
+    def _check_feed(self) -> None:
+        """Refuse a new input when the feed is gone: its turn would never be seen."""
+        try:
+            self._feed.check()
+        except FeedClosed:
+            raise Aborted from None  # closed by cancel() or close(), racing this input
+
+    def _next(self) -> Event | History:
+        if self._aborted:
+            raise Aborted
+        try:
+            return self._feed.get()
+        except FeedClosed:
+            raise Aborted from None
+
+    def _history(self) -> list[Event]:
+        """The first item of a reattached session's feed: its history, each event observed
+        (without streaming old text again)."""
+        item = self._next()
+        history = item.events if isinstance(item, History) else [item]
+        for event in history:
+            self._observe(event, live=False)
+        return history
+
+    def _observe(self, event: Mapping[str, Any], *, live: bool = True) -> None:
+        raise NotImplementedError

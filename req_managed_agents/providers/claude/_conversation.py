@@ -26,7 +26,6 @@ from dataclasses import replace
 from typing import Any
 
 from req_managed_agents.errors import (
-    ManagedAgentsError,
     NotFoundError,
 )
 from req_managed_agents.model._vocabulary import (
@@ -44,6 +43,7 @@ from req_managed_agents.providers._base import (
     EventSink,
     TextSink,
 )
+from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
@@ -70,7 +70,7 @@ from req_managed_agents.providers.claude._events import (
     tool_use_of,
     user_message,
 )
-from req_managed_agents.providers.claude._feed import EventFeed, FeedClosed, History
+from req_managed_agents.providers.claude._feed import EventFeed
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
@@ -83,7 +83,7 @@ _PREVIEWS = frozenset({"event_start", "event_delta"})
 Event = Mapping[str, Any]
 
 
-class ClaudeConversation:
+class ClaudeConversation(FeedConversation):
     """Drives one session; created by :meth:`ClaudeManagedAgents.open_conversation`."""
 
     def __init__(
@@ -143,20 +143,13 @@ class ClaudeConversation:
             self._aborted = True
             raise Aborted from None
 
-    @property
-    def session_id(self) -> str:
-        return self.info.session_id
-
     # -- driving --------------------------------------------------------------------------
 
     def resume(self) -> TurnResult | None:
         if not self._resumed:
             return None
         self._resumed = False
-        item = self._next()
-        history = item.events if isinstance(item, History) else [item]
-        for event in history:
-            self._observe(event, live=False)  # old text is not streamed again
+        history = self._history()
         boundaries = [i for i, event in enumerate(history) if is_boundary(event)]
         last = boundaries[-1] if boundaries else -1
         tail = history[last + 1 :]
@@ -274,39 +267,16 @@ class ClaudeConversation:
         nothing while the prompt starts a turn nobody watches."""
         self._delivery.interrupt()
 
-    def abort(self) -> None:
-        self._aborted = True
-        self._feed.stop(join_timeout=0.5)
-
     def close(self) -> None:
         self.abort()
 
     def delivered(self, prompt: str) -> bool | None:
         return _digest(prompt) in self._prompts
 
-    def discard(self) -> None:
-        self.abort()
-        try:
-            self._client.delete_session(self.session_id)
-        except ManagedAgentsError as exc:
-            _log.warning("could not delete the unused session %s: %s", self.session_id, exc)
+    def _delete_session(self) -> None:
+        self._client.delete_session(self.session_id)
 
     # -- internals ------------------------------------------------------------------------
-
-    def _check_feed(self) -> None:
-        """Refuse a new input when the feed is gone: its turn would never be seen."""
-        try:
-            self._feed.check()
-        except FeedClosed:
-            raise Aborted from None  # closed by cancel() or close(), racing this input
-
-    def _next(self) -> Event | History:
-        if self._aborted:
-            raise Aborted
-        try:
-            return self._feed.get()
-        except FeedClosed:
-            raise Aborted from None
 
     def _observe(self, event: Event, *, live: bool = True) -> None:
         """Remember what an event changes; ``live`` events also report their text."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from req_managed_agents.errors import ConfigurationError, ManagedAgentsError, NotFoundError
+from req_managed_agents.errors import ConfigurationError, NotFoundError
 from req_managed_agents.model._vocabulary import (
     Outcome,
     SessionInfo,
@@ -38,7 +38,7 @@ from req_managed_agents.providers._base import (
     EventSink,
     TextSink,
 )
-from req_managed_agents.providers._feed import FeedClosed, History
+from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
 from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.providers.openai._delivery import Delivery, stable_key
 from req_managed_agents.providers.openai._events import (
@@ -72,7 +72,7 @@ _CLOSED_STATUSES = frozenset({"failed", "budget_reached"})
 Event = Mapping[str, Any]
 
 
-class OpenAIConversation:
+class OpenAIConversation(FeedConversation):
     """Drives one session; created by :meth:`OpenAIAgents.open_conversation`.
 
     ``created_with`` is the prompt the session was created with (its turn is running as
@@ -133,20 +133,13 @@ class OpenAIConversation:
             self.close()
             raise Aborted from None
 
-    @property
-    def session_id(self) -> str:
-        return self.info.session_id
-
     # -- driving --------------------------------------------------------------------------
 
     def resume(self) -> TurnResult | None:
         if not self._resumed:
             return None
         self._resumed = False
-        item = self._next()
-        history = item.events if isinstance(item, History) else [item]
-        for event in history:
-            self._observe(event, live=False)  # old text is not streamed again
+        history = self._history()
         starts = [i for i, e in enumerate(history) if self._root_start(e)]
         if not starts:
             return None  # never prompted
@@ -221,10 +214,6 @@ class OpenAIConversation:
         """Cancel the running turn once any input still in flight has landed."""
         self._delivery.interrupt()
 
-    def abort(self) -> None:
-        self._aborted = True
-        self._feed.stop(join_timeout=0.5)
-
     def close(self) -> None:
         """Release the connections. A conversation stopped (``cancelled``) before anyone
         followed the turn its creation started stops that turn too: no driver will."""
@@ -244,33 +233,14 @@ class OpenAIConversation:
                 self._prompts.add(_digest(text))
         return digest in self._prompts
 
-    def discard(self) -> None:
-        self.abort()
-        try:
-            self._client.delete_session(self.session_id)
-        except ManagedAgentsError as exc:
-            _log.warning("could not delete the unused session %s: %s", self.session_id, exc)
+    def _delete_session(self) -> None:
+        self._client.delete_session(self.session_id)
 
     # -- internals ------------------------------------------------------------------------
 
     def _pause(self, seconds: float) -> bool:
         """Sleep up to ``seconds``; True as soon as the conversation stops."""
         return self._feed.wait_stopped(seconds) or self._aborted
-
-    def _check_feed(self) -> None:
-        """Refuse a new input when the feed is gone: its turn would never be seen."""
-        try:
-            self._feed.check()
-        except FeedClosed:
-            raise Aborted from None
-
-    def _next(self) -> Event | History:
-        if self._aborted:
-            raise Aborted
-        try:
-            return self._feed.get()
-        except FeedClosed:
-            raise Aborted from None
 
     def _root_start(self, event: Event) -> bool:
         turn = event.get("turn")
