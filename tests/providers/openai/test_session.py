@@ -136,6 +136,15 @@ def test_a_subagents_calls_run_here_and_are_answered_on_its_turn(
     assert turns[str(use.turn_id)]["subagent_id"] == use.session_thread_id
     (posted,) = _posted(emulator)
     assert posted["turn_id"] == use.turn_id
+    client, sid = provider.client, str(result.session_id)
+    (subagent,) = client.list_subagents(sid)
+    assert client.get_subagent(sid, subagent["id"])["id"] == use.session_thread_id
+    assert str(use.turn_id) in [t["id"] for t in client.list_subagent_turns(sid, subagent["id"])]
+    turn = client.get_subagent_turn(sid, subagent["id"], str(use.turn_id))
+    assert turn["subagent_id"] == use.session_thread_id
+    items = client.list_subagent_turn_items(sid, subagent["id"], str(use.turn_id))
+    assert [i["type"] for i in items].count("function_call") == 1
+    assert client.list_subagent_items(sid, subagent["id"])
 
 
 def test_mcp_approvals_go_through_the_confirmation_policy(

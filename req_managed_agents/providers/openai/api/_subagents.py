@@ -29,3 +29,21 @@ class SubagentsAPI(ClientCore):
         """A subagent's turns, newest first."""
         path = f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}/turns"
         return list(self._iter_pages(path, list_params(order="desc")))
+
+    def get_subagent_turn(self, session_id: str, subagent_id: str, turn_id: str) -> Json:
+        """One of a subagent's turns."""
+        path = (
+            f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}"
+            f"/turns/{segment(turn_id)}"
+        )
+        return self._json("GET", path, idempotent=True)
+
+    def list_subagent_turn_items(
+        self, session_id: str, subagent_id: str, turn_id: str
+    ) -> list[Json]:
+        """The items of one of a subagent's turns, oldest first."""
+        path = (
+            f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}"
+            f"/turns/{segment(turn_id)}/items"
+        )
+        return list(self._iter_pages(path, list_params(order="asc")))
