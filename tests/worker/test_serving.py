@@ -1,0 +1,191 @@
+"""A worker serving sessions end to end, over real sockets against the emulator: several at
+once through faults on every work-queue call, each tool call run exactly once (counted in
+files of the session's folder), every item stopped, none left in ``starting``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from req_managed_agents.drivers._ledger import ToolLedger
+from req_managed_agents.testing import Turn, call
+from tests.worker.conftest import WORK, FileTools, Hosted, Running, lines, tool_results
+
+pytestmark = pytest.mark.filterwarnings("ignore::req_managed_agents.toolset.UnsandboxedWarning")
+
+SCRIPT = [
+    Turn(
+        text="one",
+        server_tool_calls=[call("bash", command="echo bash-1 >> bash.log")],
+        tool_calls=[call("count", label="a")],
+    ),
+    Turn(
+        text="two",
+        server_tool_calls=[
+            call("bash", command="echo bash-2 >> bash.log"),
+            call("write", file_path="notes.txt", content="hello"),
+        ],
+        tool_calls=[call("count", label="b")],
+    ),
+    Turn(text=lambda results: " | ".join(results)),
+]
+
+
+def test_three_sessions_at_once_through_faults_run_every_call_once(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted(lease_ttl=3)
+    emulator = world.emulator
+    agent = world.agent(SCRIPT)
+    sessions = [world.session(agent) for _ in range(3)]
+    first, second, third = (item["id"] for item in emulator.work_items())
+    # Polls reset and refused; an acknowledgement refused, one answered into the void;
+    # heartbeats refused, and answered into the void (the lost-answer case); streams cut.
+    emulator.reset_requests("GET", rf"{WORK}/poll", after_acting=False, times=1)
+    emulator.fail_requests("GET", rf"{WORK}/poll", 503, times=2)
+    emulator.fail_requests("POST", rf"{WORK}/{first}/ack", 503)
+    emulator.reset_requests("POST", rf"{WORK}/{second}/ack", after_acting=True)
+    emulator.fail_requests("POST", rf"{WORK}/{first}/heartbeat", 502, times=2)
+    emulator.reset_requests("POST", rf"{WORK}/{second}/heartbeat", after_acting=True)
+    emulator.reset_requests("POST", rf"{WORK}/{third}/heartbeat", after_acting=True, times=2)
+    emulator.drop_stream(at_event=14, session_id=sessions[0])  # mid-turn
+    emulator.drop_stream(at_event=19, session_id=sessions[1])  # the idle itself
+    worker = running(world, tmp_path, handler=FileTools(tmp_path), max_sessions=3)
+    assert emulator.wait_until(lambda: all(world.finished(s, 1) for s in sessions), 30)
+    assert emulator.wait_until(lambda: set(world.states()) == {"stopped"}, 15), world.states()
+    assert emulator.pending_faults() == 0, "every injected fault was met"
+    worker.halt()
+    assert not worker.error
+    for session_id in sessions:
+        folder = tmp_path / session_id
+        assert lines(folder / "bash.log") == ["bash-1", "bash-2"]
+        assert lines(folder / "custom.log") == ["count a", "count b"]
+        assert (folder / "notes.txt").read_text() == "hello"
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+        events = emulator.events(session_id)
+        results = tool_results(events)
+        assert len(results) == 5  # each call answered once
+        assert not any(r.get("is_error") for r in results)
+        assert events[-1]["type"] == "session.status_idle"
+        assert worker.outcomes(session_id) == ["stopped"]
+    assert {r.outcome for r in worker.reports} == {"stopped"}
+    assert sum(r.tool_calls for r in worker.reports) == 15
+
+
+def test_a_session_prompted_after_its_item_was_claimed_is_served(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted()
+    session_id = world.session(world.agent(SCRIPT), prompt=None)
+    worker = running(world, tmp_path, handler=FileTools(tmp_path), idle_grace=10)
+    assert world.emulator.wait_until(lambda: world.states() == ["active"])
+    assert [e["type"] for e in world.emulator.events(session_id)] == []  # never prompted
+    world.send(session_id, "go")
+    assert world.emulator.wait_until(lambda: world.finished(session_id, 1), 15)
+    assert lines(tmp_path / session_id / "bash.log") == ["bash-1", "bash-2"]
+    worker.halt()
+    assert world.states() == ["stopped"]  # idle with nothing pending: stopped on the way out
+
+
+def test_new_input_after_the_item_stopped_is_served_from_a_new_item(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    script = [
+        Turn(server_tool_calls=[call("bash", command="echo first >> bash.log")]),
+        Turn(text="first done"),
+        Turn(server_tool_calls=[call("bash", command="echo second >> bash.log")]),
+        Turn(text="second done"),
+    ]
+    world = hosted()
+    session_id = world.session(world.agent(script))
+    worker = running(world, tmp_path, idle_grace=0.2)
+    assert world.emulator.wait_until(lambda: world.states() == ["stopped"], 15)
+    world.send(session_id, "again")
+    assert world.emulator.wait_until(lambda: world.states() == ["stopped", "stopped"], 15)
+    assert world.finished(session_id, 2)
+    assert lines(tmp_path / session_id / "bash.log") == ["first", "second"]
+    assert world.emulator.wait_until(lambda: len(worker.outcomes(session_id)) == 2)
+    assert worker.outcomes(session_id) == ["stopped", "stopped"]
+
+
+def test_a_terminated_sessions_item_is_stopped_without_serving(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted()
+    session_id = world.session(world.agent(SCRIPT), prompt=None)
+    world.emulator.terminate_session(session_id)
+    worker = running(world, tmp_path)
+    assert world.emulator.wait_until(lambda: world.states() == ["stopped"], 10)
+    assert world.emulator.wait_until(lambda: worker.reports)
+    assert worker.outcomes(session_id) == ["skipped"]
+    assert not (tmp_path / session_id).exists()
+
+
+def test_custom_calls_without_a_handler_get_an_unknown_tool_error(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted()
+    session_id = world.session(world.agent(SCRIPT))
+    running(world, tmp_path)
+    assert world.emulator.wait_until(lambda: world.finished(session_id, 1), 15)
+    results = tool_results(world.emulator.events(session_id))
+    custom = [r for r in results if r["type"] == "user.custom_tool_result"]
+    assert len(custom) == 2
+    assert all(r["is_error"] for r in custom)
+    assert "unknown tool 'count'" in json.dumps(custom[0]["content"])
+    assert lines(tmp_path / session_id / "bash.log") == ["bash-1", "bash-2"]
+
+
+def test_a_lost_lease_detaches_the_session_and_leaves_the_item_alone(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted([Turn(tool_calls=[call("hold")]), Turn(text="never")], lease_ttl=2)
+    session_id = world.session(world.agent([Turn(tool_calls=[call("hold")])]))
+    tools = FileTools(tmp_path)
+    lost: list[Any] = []
+    worker = running(world, tmp_path, handler=tools, on_item=lost.append)
+    log = tmp_path / session_id / "custom.log"
+    assert world.emulator.wait_until(lambda: lines(log) == ["start"], 10)
+    # Another holder heartbeats the item: our next heartbeat's expectation is stale (412).
+    (item,) = world.emulator.work_items(world.environment_id)
+    world.queue.heartbeat_work(
+        world.environment_id, item["id"], expected_last_heartbeat=item["latest_heartbeat_at"]
+    )
+    assert world.emulator.wait_until(lambda: lost, 10)
+    assert lost[0].outcome == "lease_lost"
+    assert "412" in lost[0].detail
+    assert tools.cancelled.is_set(), "the running tool was told to stop"
+    assert lines(log) == ["start", "cancelled"]
+    assert world.states() == ["active"], "the item is the other holder's: not stopped"
+    events = [e["type"] for e in world.emulator.events(session_id)]
+    assert "user.interrupt" not in events
+    assert "user.custom_tool_result" not in events
+    assert not worker.error
+    assert worker.thread.is_alive(), "the worker goes on"
+
+
+def test_a_file_ledger_shared_by_two_workers_runs_each_call_once(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    from req_managed_agents.stores import FileStore
+
+    world = hosted(lease_ttl=2)
+    agent = world.agent(SCRIPT)
+    sessions = [world.session(agent) for _ in range(4)]
+    workdir = tmp_path / "work"
+    ledger_path = tmp_path / "ledger.json"
+    for _ in range(2):
+        running(
+            world,
+            workdir,
+            handler=FileTools(workdir),
+            ledger=ToolLedger(FileStore(ledger_path)),
+            max_sessions=2,
+        )
+    assert world.emulator.wait_until(lambda: all(world.finished(s, 1) for s in sessions), 30)
+    for session_id in sessions:
+        assert lines(workdir / session_id / "bash.log") == ["bash-1", "bash-2"]
+        assert lines(workdir / session_id / "custom.log") == ["count a", "count b"]
