@@ -292,9 +292,9 @@ class Lease:
 def stop_item(
     client: ClaudeClient, environment_id: str, work_id: str, tags: Mapping[str, Any]
 ) -> bool:
-    """Force-stop an item with its sessions token; whether it is stopped now. A 409 means it
-    was already (maybe by our own attempt whose answer was lost); a refused token or a
-    missing item means it is not ours to stop."""
+    """Force-stop an item with its sessions token; whether we know it is stopped now. A 409
+    means it was already; a refused token or a missing item, that it is not ours to stop
+    (or that our own attempt, whose answer was lost, stopped it and revoked the token)."""
     attempt = 0
     while True:
         try:
