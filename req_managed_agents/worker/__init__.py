@@ -9,7 +9,7 @@ ledger), and stops the item when the session is done. ``rma worker`` runs one.
 """
 
 from req_managed_agents.worker._activity import ACTIVITY_POLL
-from req_managed_agents.worker._item import ItemOutcome, WorkItemReport
+from req_managed_agents.worker._item import RUN_RETRY, ItemOutcome, WorkItemReport
 from req_managed_agents.worker._lease import ACK_RETRY, HEARTBEAT_RETRY, STOP_RETRY
 from req_managed_agents.worker._settings import ENVIRONMENT_KEY_VARIABLE, ToolsetFactory
 from req_managed_agents.worker._worker import (
@@ -28,6 +28,7 @@ __all__ = [
     "HEARTBEAT_RETRY",
     "POLL_RETRY",
     "RELEASE_TIMEOUT",
+    "RUN_RETRY",
     "SLOT_POLL",
     "STOP_RETRY",
     "EnvironmentWorker",

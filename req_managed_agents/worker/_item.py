@@ -31,10 +31,16 @@ from typing import Any, Literal
 
 from req_managed_agents import telemetry
 from req_managed_agents.drivers._session import Session
-from req_managed_agents.errors import AuthenticationError, ConfigurationError, ManagedAgentsError
+from req_managed_agents.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ManagedAgentsError,
+    SessionError,
+)
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.tools._handler import describe_exception
+from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import get_logger
 from req_managed_agents.worker._activity import ACTIVITY_POLL, SessionLook, look_at
 from req_managed_agents.worker._folders import session_folder
@@ -42,10 +48,14 @@ from req_managed_agents.worker._handler import ToolRouter, route_tools
 from req_managed_agents.worker._lease import ClaimFailed, Lease, LeaseEnd, stop_item
 from req_managed_agents.worker._settings import WorkerSettings
 
-__all__ = ["ItemOutcome", "ItemServer", "WorkItemReport"]
+__all__ = ["RUN_RETRY", "ItemOutcome", "ItemServer", "WorkItemReport"]
 
 ItemOutcome = Literal["stopped", "skipped", "left", "lease_lost", "failed"]
 """How serving a work item ended (see :class:`WorkItemReport`)."""
+
+RUN_RETRY = RetryPolicy(max_retries=0, base=1.0, cap=30.0)
+"""Between runs of a session that failed on the network or the service (say its tool
+results could not be posted): from 1 s, doubling up to 30 s, while the lease lasts."""
 
 # A worker serves a session for as long as it goes on: no cap on the turns of one run.
 _MAX_TURNS = 1_000_000
@@ -183,17 +193,24 @@ class ItemServer:
             return "failed", describe_exception(exc)
         router = route_tools(self._settings.handler, self._settings.toolset(folder))
         provider = ClaudeManagedAgents.with_client(client)
-        served: str | None = None
+        unanswerable: str | None = None  # a wait a run failed on for good: not tried again
         idle_since = time.monotonic()
-        attempt = 0
+        attempt = failures = 0
         while not self._ended.is_set():
             if look is not None and look.ended:
                 return "stopped", "its session ended"
-            if look is not None and look.needs_serving(served):
-                self._drive(provider, session_id, router)
-                look = self._look(client, session_id)
-                served = look.newest_id if look is not None else served
+            if look is not None and look.needs_serving(unanswerable):
+                failure = self._drive(provider, session_id, router)
                 idle_since, attempt = time.monotonic(), 0
+                if failure is not None and not _retryable(failure):
+                    unanswerable = look.newest_id
+                elif failure is not None:  # the next run picks up from the ledger
+                    if self._ended.wait(RUN_RETRY.delay(failures)):
+                        break
+                    failures += 1
+                else:
+                    failures = 0
+                look = self._look(client, session_id)
                 continue
             left = self._settings.idle_grace - (time.monotonic() - idle_since)
             if left <= 0:
@@ -216,8 +233,11 @@ class ItemServer:
             return "left", "the worker stopped mid-turn; the item is left to its lease"
         return "stopped", "the worker stopped while the session was idle"
 
-    def _drive(self, provider: ClaudeManagedAgents, session_id: str, router: ToolRouter) -> None:
-        """One run of the session: it finishes what the session is doing."""
+    def _drive(
+        self, provider: ClaudeManagedAgents, session_id: str, router: ToolRouter
+    ) -> ManagedAgentsError | None:
+        """One run of the session, which finishes what the session is doing; what it
+        failed with, if it did."""
         settings = self._settings
         session = Session(
             provider,
@@ -232,12 +252,13 @@ class ItemServer:
         )
         with self._lock:
             if self._ended.is_set():
-                return
+                return None
             self._session = session
         self._runs += 1
         try:
             result = session.run(None)
             self._tool_calls += len(result.tool_uses)
+            return None
         except ManagedAgentsError as exc:
             if not self._ended.is_set():  # else: detached on the way in
                 _log.warning(
@@ -246,6 +267,7 @@ class ItemServer:
                     session_id,
                     describe_exception(exc),
                 )
+            return exc
         finally:
             with self._lock:
                 self._session = None
@@ -263,3 +285,11 @@ class ItemServer:
         except ManagedAgentsError as exc:
             _log.info("work item %s: could not look at its session: %s", self.work_id, exc)
             return None
+
+
+def _retryable(error: ManagedAgentsError) -> bool:
+    """Whether another run may get past the failure: anything but a session that cannot go
+    on as told (a confirmation nothing may answer, an unfinished call under
+    ``on_unfinished="raise"``) - the network, the stream, a busy service, results the
+    service refused for now."""
+    return not isinstance(error, (SessionError, ConfigurationError))

@@ -5,13 +5,14 @@ files of the session's folder), every item stopped, none left in ``starting``.""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from req_managed_agents.drivers._ledger import ToolLedger
-from req_managed_agents.testing import Turn, call
+from req_managed_agents.testing import ToolCall, Turn, call
 from tests.worker.conftest import WORK, FileTools, Hosted, Running, lines, tool_results
 
 pytestmark = pytest.mark.filterwarnings("ignore::req_managed_agents.toolset.UnsandboxedWarning")
@@ -189,3 +190,105 @@ def test_a_file_ledger_shared_by_two_workers_runs_each_call_once(
     for session_id in sessions:
         assert lines(workdir / session_id / "bash.log") == ["bash-1", "bash-2"]
         assert lines(workdir / session_id / "custom.log") == ["count a", "count b"]
+
+
+def test_results_that_could_not_be_posted_are_posted_by_the_next_run_not_rerun(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted()
+    session_id = world.session(world.agent(SCRIPT[:1] + SCRIPT[2:]))
+    # Every post of the results is turned away until the run gives up: the conversation
+    # sends them five times, and the HTTP layer tries each send three times.
+    world.emulator.fail_requests(
+        "POST",
+        rf"/v1/sessions/{session_id}/events",
+        503,
+        retry_after=0,
+        times=15,
+        where=lambda request: "user.tool_result" in str(request.body),
+    )
+    worker = running(world, tmp_path, handler=FileTools(tmp_path))
+    assert world.emulator.wait_until(lambda: world.finished(session_id, 1), 20)
+    assert world.emulator.pending_faults() == 0
+    assert lines(tmp_path / session_id / "bash.log") == ["bash-1"]
+    assert lines(tmp_path / session_id / "custom.log") == ["count a"]
+    assert world.emulator.wait_until(lambda: worker.reports)
+    assert worker.reports[0].runs == 2  # the first failed; the second posted the ledger's
+
+
+def test_a_subagents_built_in_calls_are_served_on_its_thread(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    script = [
+        Turn(thread="coder", server_tool_calls=[call("bash", command="echo sub >> bash.log")]),
+        Turn(thread="coder", text=lambda results: f"said {results[0]}"),
+    ]
+    world = hosted()
+    session_id = world.session(world.agent(script))
+    running(world, tmp_path)
+    assert world.emulator.wait_until(lambda: world.states() == ["stopped"], 15)
+    assert lines(tmp_path / session_id / "bash.log") == ["sub"]
+    (answer,) = [e for e in world.emulator.events(session_id) if e["type"] == "user.tool_result"]
+    use = next(e for e in world.emulator.events(session_id) if e["type"] == "agent.tool_use")
+    assert answer["tool_use_id"] == use["id"]
+    assert answer["session_thread_id"] == use["session_thread_id"]
+
+
+@pytest.mark.parametrize("confirm", ["allow", "raise"])
+def test_a_call_asking_permission_follows_the_confirm_policy_and_is_not_retried_in_a_loop(
+    hosted: Callable[..., Hosted],
+    running: Callable[..., Running],
+    tmp_path: Path,
+    confirm: str,
+) -> None:
+    script = [
+        Turn(
+            server_tool_calls=[
+                ToolCall("bash", {"command": "echo asked >> bash.log"}, permission="ask")
+            ]
+        ),
+        Turn(text="done"),
+    ]
+    world = hosted()
+    session_id = world.session(world.agent(script))
+    worker = running(world, tmp_path, confirm=confirm, idle_grace=0.5)
+    assert world.emulator.wait_until(lambda: worker.reports, 15)
+    (report,) = worker.reports
+    assert report.outcome == "stopped"
+    answers = [
+        e["result"]
+        for e in world.emulator.events(session_id)
+        if e["type"] == "user.tool_confirmation"
+    ]
+    if confirm == "allow":
+        assert answers == ["allow"]
+        assert world.finished(session_id, 1)
+    else:  # nothing may answer: one run, then the item is let go when the grace is over
+        assert answers == []
+        assert report.runs == 1
+
+
+def test_telemetry_tells_each_item_and_no_log_line_shows_a_credential(
+    hosted: Callable[..., Hosted],
+    running: Callable[..., Running],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from req_managed_agents import telemetry
+
+    caplog.set_level(logging.DEBUG, logger="req_managed_agents")
+    seen: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    world = hosted()
+    session_id = world.session(world.agent(SCRIPT))
+    with telemetry.attach(lambda *event: seen.append(event), prefix="req_managed_agents.worker"):
+        worker = running(world, tmp_path, handler=FileTools(tmp_path))
+        assert world.emulator.wait_until(lambda: worker.reports, 15)
+    names = [name for name, _, _ in seen]
+    assert names == ["req_managed_agents.worker.item.start", "req_managed_agents.worker.item.stop"]
+    measured, tags = seen[1][1], seen[1][2]
+    assert tags["session_id"] == session_id
+    assert tags["outcome"] == "stopped"
+    assert measured["tool_calls"] == 5
+    secrets = [world.key, world.emulator.api_key, "sesstok_"]
+    shown = caplog.text + repr(seen)
+    assert not [secret for secret in secrets if secret in shown]
