@@ -164,10 +164,11 @@ class ItemServer:
         self._lease = lease
         try:
             outcome, detail = self._serve_session(client)
-        except BaseException:
+        except Exception as exc:  # a defect: stopped like any item we let go of
+            _log.error("work item %s: serving failed", self.work_id, exc_info=True)
+            outcome, detail = "failed", describe_exception(exc)
+        finally:
             lease.release()
-            raise
-        lease.release()
         if lease.end == "lost" or self._token_refused:
             return "lease_lost", lease.reason or "the item's token was refused"
         if outcome != "left":
@@ -189,9 +190,10 @@ class ItemServer:
             return "skipped", "its session has ended"
         try:
             folder = session_folder(self._settings.workdir, session_id)
-        except (ConfigurationError, OSError) as exc:
+            toolset = self._settings.toolset(folder)
+        except Exception as exc:  # an unsafe id, a full disk, a toolset that cannot start
             return "failed", describe_exception(exc)
-        router = route_tools(self._settings.handler, self._settings.toolset(folder))
+        router = route_tools(self._settings.handler, toolset)
         provider = ClaudeManagedAgents.with_client(client)
         unanswerable: str | None = None  # a wait a run failed on for good: not tried again
         idle_since = time.monotonic()

@@ -165,11 +165,16 @@ class EnvironmentWorker:
             with self._lock:
                 self._running = False
 
-    def serve_forever(self) -> int | None:
-        """:meth:`run` until SIGTERM or SIGINT (Ctrl-C) arrives; return which one. On the
-        main thread its handlers replace the process's for the time (a second signal gets
-        the previous handler, so a second Ctrl-C does not wait for the release); elsewhere
-        no handler can be installed, and it runs until the process ends."""
+    def serve_forever(self) -> int:
+        """:meth:`run` until SIGTERM or SIGINT (Ctrl-C) arrives; return which one. Its
+        handlers replace the process's meanwhile (a second signal meets the previous
+        handler, so a second Ctrl-C does not wait for the release). Only the main thread
+        can install them: elsewhere use :meth:`run` with an event of your own."""
+        if threading.current_thread() is not threading.main_thread():
+            raise ConfigurationError(
+                "serve_forever installs signal handlers, which only the main thread can; "
+                "call run(stop) from other threads"
+            )
         stop = threading.Event()
         received: list[int] = []
         previous: dict[int, Any] = {}
@@ -180,15 +185,14 @@ class EnvironmentWorker:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                previous[int(signum)] = signal.signal(signum, on_signal)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[int(signum)] = signal.signal(signum, on_signal)
         try:
             self.run(stop)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        return received[0] if received else None
+        return received[0]
 
     # -- polling --------------------------------------------------------------------------
 

@@ -172,3 +172,21 @@ def test_a_refused_environment_key_ends_run_with_the_error(
     )
     with pytest.raises((NotFoundError, AuthenticationError)):
         elsewhere.run(threading.Event())
+
+
+def test_serve_forever_needs_the_main_thread(provider: ClaudeManagedAgents, tmp_path: Path) -> None:
+    worker = make(provider, tmp_path)
+    caught: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            worker.serve_forever()
+        except BaseException as exc:
+            caught.append(exc)
+
+    elsewhere = threading.Thread(target=serve)
+    elsewhere.start()
+    elsewhere.join(5)
+    assert len(caught) == 1
+    assert isinstance(caught[0], ConfigurationError)
+    assert "run(stop)" in str(caught[0])
