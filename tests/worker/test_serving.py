@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -292,3 +293,24 @@ def test_telemetry_tells_each_item_and_no_log_line_shows_a_credential(
     secrets = [world.key, world.emulator.api_key, "sesstok_"]
     shown = caplog.text + repr(seen)
     assert not [secret for secret in secrets if secret in shown]
+
+
+def test_no_more_than_max_sessions_items_are_taken_at_once(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    world = hosted()
+    agent = world.agent([Turn(tool_calls=[call("hold")]), Turn(text="done")])
+    first, second = world.session(agent), world.session(agent)
+    running(world, tmp_path, handler=FileTools(tmp_path), max_sessions=1)
+    assert world.emulator.wait_until(lambda: sorted(world.states()) == ["active", "queued"])
+    (held,) = [i["data"]["id"] for i in world.emulator.work_items() if i["state"] == "active"]
+    other = second if held == first else first
+    assert world.emulator.wait_until(lambda: lines(tmp_path / held / "custom.log") == ["start"])
+    (tmp_path / other).mkdir(mode=0o700)
+    (tmp_path / other / "release").touch()  # its hold returns at once, when it runs
+    time.sleep(1.5)  # the worker polls no more while its one slot is taken
+    assert [i["state"] for i in world.items_of(other)] == ["queued"]
+    assert not (tmp_path / other / "custom.log").exists()
+    (tmp_path / held / "release").touch()
+    assert world.emulator.wait_until(lambda: world.finished(other, 1), 15)
+    assert world.finished(held, 1)
