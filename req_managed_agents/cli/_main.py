@@ -78,7 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rma {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from req_managed_agents.cli import _artifacts, _batch, _demo, _harnesses, _provisioning, _run
+    from req_managed_agents.cli import (
+        _artifacts,
+        _batch,
+        _demo,
+        _harnesses,
+        _provisioning,
+        _run,
+        _worker,
+    )
 
     _demo.add_command(commands)
     _run.add_command(commands)
@@ -86,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _provisioning.add_commands(commands)
     _artifacts.add_command(commands)
     _harnesses.add_command(commands)
+    _worker.add_command(commands)
     return parser
 
 
@@ -217,6 +226,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents.cli._run import run_command
 
         return run_command(args)
+    if args.command == "worker":
+        from req_managed_agents.cli._worker import run_command as run_worker_command
+
+        return run_worker_command(args)
     if args.command == "batch":
         from req_managed_agents.cli._batch import run_command as run_batch_command
 

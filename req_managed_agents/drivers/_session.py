@@ -1,9 +1,8 @@
 """The drivers' front: :class:`Session` (``run_to_completion`` in ``_api`` wraps it).
 
 A session owns one provider conversation and runs each run's turn loop (``_loop``) on a
-background thread, so that ``run(timeout=...)`` can stop waiting, tear the in-flight stream
-down and return on time, whatever the network or a tool is doing; and it owns the one
-stopping rule (see :class:`Session`).
+background thread, so that ``run(timeout=...)`` can stop waiting and return on time, whatever
+the network or a tool is doing; and it owns the one stopping rule (see :class:`Session`).
 """
 
 from __future__ import annotations
@@ -74,10 +73,10 @@ class Session:
     running tools see ``ToolContext.cancelled``, the stream is closed and the provider is
     asked to stop the remote turn (Claude: ``user.interrupt``, OpenAI: a cancel, each ordered
     after any input on its way; AgentCore: the invocation is closed and the runtime session
-    stopped). The run
-    reports ``terminated`` with stop reason ``{"type": "cancelled"}`` at once, and the
-    session is closed. A ``timeout`` on :meth:`run` or :meth:`stream` only stops waiting:
-    the remote turn goes on (resume with ``session_id=``) unless ``interrupt_on_timeout``.
+    stopped). The run reports ``terminated`` with stop reason ``{"type": "cancelled"}`` at
+    once, and the session is closed. A ``timeout`` on :meth:`run` or :meth:`stream` only
+    stops waiting: the remote turn goes on (resume with ``session_id=``) unless
+    ``interrupt_on_timeout``; :meth:`detach` lets go of the session without stopping it.
     """
 
     @overload
@@ -127,6 +126,7 @@ class Session:
         self._future: Future[SessionResult] | None = None
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
+        self._stopped_as: dict[str, Any] = {"type": "cancelled"}  # the stop reason of a stop
         self._settling = threading.Lock()
         self._closed = False
 
@@ -157,9 +157,8 @@ class Session:
         self._start(prompt, None)
 
     def wait(self, timeout: float | None = None) -> SessionResult:
-        """The running (or last) run's result; :class:`SessionTimeoutError` if it takes longer
-        than ``timeout`` seconds (the run goes on; see :meth:`run` for a hard deadline).
-        Ctrl-C while waiting stops the run (see the class docs)."""
+        """The running (or last) run's result; :class:`SessionTimeoutError` after ``timeout``
+        seconds (the run goes on: :meth:`run` has a hard deadline). Ctrl-C stops the run."""
         future = self._future
         if future is None:
             raise SessionError("nothing was started")
@@ -196,8 +195,7 @@ class Session:
         :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted` and
         :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`HookEvent` (a
         harness hook that ran, before its turn's end), :class:`TurnEnded`, and last the
-        :class:`SessionResult`. Each item comes once, though the provider's events
-        may come more than once.
+        :class:`SessionResult`. Each item comes once, though provider events may repeat.
 
         The run starts when iteration does. Breaking out of the loop (or closing the
         generator, as a web server does when its client goes away) stops the run, remote
@@ -241,15 +239,21 @@ class Session:
         conversation.send_event(event)
 
     def cancel(self) -> None:
-        """Stop the current run (see the class docs): ``wait`` then returns a
-        ``terminated`` result with stop reason ``{"type": "cancelled"}``. The session is
-        closed afterwards."""
+        """Stop the current run (see the class docs): ``wait`` then returns a ``terminated``
+        result with stop reason ``{"type": "cancelled"}``. The session is closed after."""
         self._shutdown(interrupt=True)
 
     def close(self) -> None:
         """Release the session's connections; a run still going is stopped first, remote
         turn included (see the class docs)."""
         self._shutdown(interrupt=True)
+
+    def detach(self) -> None:
+        """Let go of the session, leaving the remote turn running for another process to take
+        up with ``session_id=`` (a restarted worker): as :meth:`close`, running tools see
+        ``ToolContext.cancelled`` and the stream is closed, but nothing remote is stopped. A
+        run in progress ends ``terminated`` with stop reason ``{"type": "detached"}``."""
+        self._shutdown(interrupt=False, reason="detached")
 
     def __enter__(self) -> Session:
         return self
@@ -283,8 +287,7 @@ class Session:
                 progress=Progress() if self._settings.verbose else None,
             )
             self._run = run
-            # The worker runs in the caller's context, so telemetry and OpenTelemetry spans
-            # of the run belong to the caller's trace.
+            # In the caller's context: the run's telemetry and spans join the caller's trace.
             self._worker = threading.Thread(
                 target=contextvars.copy_context().run,
                 args=(self._work, prompt, outcome, run, future, self._stop),
@@ -293,16 +296,15 @@ class Session:
             )
             self._worker.start()
 
-    def _shutdown(self, *, interrupt: bool) -> None:
+    def _shutdown(self, *, interrupt: bool, reason: str = "cancelled") -> None:
         """Stop the run in flight (once: a run stopped on a timeout is not interrupted
-        later by ``close``) and release the conversation.
+        later by ``close``) and release the conversation; ``reason`` is the stop reason.
 
         The order matters. The conversation's I/O is cut first, so the worker reports the
-        cancellation rather than the turn the interrupt ends; the worker gets a moment to
-        notice, and if it is stuck in a request that cannot be cut (a post on its way) the
-        run is settled as cancelled without it. Then the provider is asked to stop the
-        remote turn; the conversation orders that after any input still in flight, so the
-        interrupt reaches the turn that input starts.
+        stop rather than the turn the interrupt ends; the worker gets a moment to notice,
+        and if it is stuck in a request that cannot be cut (a post on its way) the run is
+        settled without it. Then the provider is asked to stop the remote turn, ordered
+        after any input still in flight, so the interrupt reaches the turn it starts.
         """
         with self._lock:
             self._closed = True
@@ -310,13 +312,14 @@ class Session:
             run, future = self._run, self._future
             running = future is not None and not future.done()
             first = not self._stop.is_set()
+            self._stopped_as = {"type": reason} if first else self._stopped_as
             self._stop.set()
         if conversation is not None:
             conversation.abort()
         if worker is not None and worker is not threading.current_thread():
             worker.join(_WORKER_JOIN_TIMEOUT)
         if running and run is not None and future is not None and not future.done():
-            self._settle(run, future, run.result("terminated", {"type": "cancelled"}))
+            self._settle(run, future, run.result("terminated", dict(self._stopped_as)))
         if conversation is not None:
             if interrupt and running and first:
                 wait_at_most(conversation.interrupt, INTERRUPT_WAIT, name="rma-interrupt")
@@ -333,20 +336,18 @@ class Session:
         try:
             result = self._drive(prompt, outcome, run, stop)
         except BaseException as exc:
-            # Stopped from outside while a call was in flight: whatever that call raised on
-            # the torn-down connection, the run was cancelled.
+            # Stopped from outside mid-call: whatever that call raised, the run was stopped.
             cancelled = isinstance(exc, (Aborted, ToolRunCancelled)) or stop.is_set()
             if not cancelled:
                 self._settle(run, future, exc)
                 return
-            result = run.result("terminated", {"type": "cancelled"})
+            result = run.result("terminated", dict(self._stopped_as))
         self._settle(run, future, result)
 
     def _settle(
         self, run: Run, future: Future[SessionResult], outcome: SessionResult | BaseException
     ) -> None:
-        """Set the run's result (or error) once - by the worker, or by a stop that could not
-        wait for it - then report it and end the run's stream."""
+        """Set the run's result (or error) once - by the worker or a stop - and report it."""
         with self._settling:
             if future.done():
                 return
@@ -415,8 +416,7 @@ class Session:
         return conversation, resumed, text if pending else None, keyed
 
     def _deliver(self, event: Mapping[str, Any]) -> None:
-        """Every raw event: into the run's record, then to ``handle_event`` (whose errors are
-        logged, never allowed to break the session)."""
+        """Every raw event: into the run's record, then to ``handle_event`` (errors logged)."""
         run = self._run
         if run is not None:
             run.live.append(event)

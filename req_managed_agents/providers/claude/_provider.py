@@ -98,6 +98,26 @@ class ClaudeManagedAgents:
             auth_scheme=auth,
         )
 
+    @classmethod
+    def with_client(cls, client: ClaudeClient) -> ClaudeManagedAgents:
+        """The provider over an existing client: its URL, credential, timeouts and pool.
+
+        For a client made another way than the constructor makes one - say the one
+        ``client.for_work_item(item)`` returns, which acts with a work item's sessions token
+        and shares the worker's connection pool. Closing the provider closes ``client`` (a
+        client from ``with_bearer`` leaves its parent's pool open). Only this class has it:
+        a subclass keeps more state than a client.
+        """
+        if cls is not ClaudeManagedAgents:
+            raise ConfigurationError(f"{cls.__name__}.with_client is not offered")
+        if not isinstance(client, ClaudeClient):
+            raise ConfigurationError(
+                f"with_client takes a ClaudeClient, not {type(client).__name__}"
+            )
+        provider = cls.__new__(cls)
+        provider.client = client
+        return provider
+
     def __repr__(self) -> str:
         return f"ClaudeManagedAgents(base_url={self.client.base_url!r}, api_key=***)"
 

@@ -1,0 +1,205 @@
+"""``rma worker``: run a Claude self-hosted environment's sandbox on this machine.
+
+It polls the environment's work queue and serves each session: the agent's built-in tool
+calls run in ``<workdir>/<session_id>`` (``bash`` inside bubblewrap where it works), custom
+tools through ``--tools``. One line per work item goes to standard output as it is done.
+SIGTERM or Ctrl-C stops it after releasing what it serves (exit 0, or 130 for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from req_managed_agents.cli._common import (
+    EXIT_API,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    CliError,
+    non_negative_seconds,
+    positive_int,
+    positive_seconds,
+)
+from req_managed_agents.errors import AuthenticationError, ConfigurationError, NotFoundError
+
+__all__ = ["add_command", "run_command"]
+
+_KEY_VARIABLE = "ANTHROPIC_ENVIRONMENT_KEY"
+
+EPILOG = f"""\
+examples:
+  export ANTHROPIC_ENVIRONMENT_KEY=...        # the environment's key, from the console
+  rma worker --environment-id env_01 --workdir /srv/agents
+  rma worker --environment-id env_01 --workdir /srv/agents --tools mytools:tools \\
+      --ledger /srv/agents/ledger.json --max-sessions 8
+
+The environment key comes from {_KEY_VARIABLE}, or from the file named by
+--environment-key-file (never from a flag's value, which other users could read in
+`ps`). ANTHROPIC_BASE_URL says where the API is; the worker needs no API key.
+
+Each session gets its own folder, <workdir>/<session_id> (mode 0700); the built-in
+tools cannot leave it, and bash runs confined to it with --sandbox bwrap (auto: where
+bubblewrap works, else unconfined with a warning). --ledger keeps each tool call to
+one run across restarts: a restarted worker posts what finished before instead of
+running it again.
+
+{EXIT_STATUS_HELP}"""
+
+
+def add_command(commands: Any) -> None:
+    """Register ``rma worker`` on the ``rma`` subparsers."""
+    worker = commands.add_parser(
+        "worker",
+        help="serve a Claude self-hosted environment's sessions on this machine",
+        description="Poll a self-hosted environment for work and serve each session's tool "
+        "calls here, each session in its own folder, until SIGTERM or Ctrl-C.",
+        epilog=EPILOG,
+        allow_abbrev=False,  # --environment-key VALUE must not pass for the -file flag
+    )
+    worker.add_argument("--environment-id", required=True, metavar="ID", help="the environment")
+    worker.add_argument(
+        "--workdir",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="where the sessions' folders go (made if missing)",
+    )
+    worker.add_argument(
+        "--environment-key-file",
+        type=Path,
+        metavar="PATH",
+        help=f"read the environment key from this file (default: ${_KEY_VARIABLE})",
+    )
+    worker.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="the custom tools: a Tools registry or handler importable from the current folder",
+    )
+    worker.add_argument(
+        "--ledger",
+        type=Path,
+        metavar="PATH",
+        help="a file store recording every tool call, so a restart runs none twice",
+    )
+    worker.add_argument(
+        "--on-unfinished",
+        choices=("error", "rerun", "raise"),
+        default="error",
+        help="what a call that started before a crash and never finished gets",
+    )
+    worker.add_argument(
+        "--sandbox",
+        choices=("auto", "bwrap", "none"),
+        default="auto",
+        help="where bash runs: bubblewrap, or unconfined",
+    )
+    worker.add_argument(
+        "--network", action="store_true", help="let bash reach the network inside the sandbox"
+    )
+    worker.add_argument(
+        "--max-sessions", type=positive_int, default=4, metavar="N", help="sessions at once"
+    )
+    worker.add_argument(
+        "--idle-grace",
+        type=non_negative_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long an idle session keeps its item before it is stopped",
+    )
+    worker.add_argument(
+        "--tool-timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="how long one custom tool may run (default: no limit)",
+    )
+    worker.add_argument("--worker-id", metavar="ID", help="this worker's name in the queue stats")
+
+
+def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Serve until SIGTERM (exit 0) or Ctrl-C (exit 130)."""
+    out = out if out is not None else sys.stdout
+    key = _environment_key(args.environment_key_file)
+    from req_managed_agents.cli._run import load_handler
+    from req_managed_agents.providers import ClaudeManagedAgents
+    from req_managed_agents.worker import EnvironmentWorker, WorkItemReport
+
+    handler = load_handler(args.tools) if args.tools else None
+    ledger = None
+    if args.ledger is not None:
+        from req_managed_agents.drivers._ledger import ToolLedger
+        from req_managed_agents.stores import FileStore
+
+        ledger = ToolLedger(FileStore(args.ledger))
+
+    def report(item: WorkItemReport) -> None:
+        detail = f"{item.detail}; " if item.detail else ""
+        out.write(
+            f"{item.work_id} session {item.session_id}: {item.outcome} ({detail}"
+            f"{item.runs} runs, {item.tool_calls} tool calls, {item.duration:.1f} s)\n"
+        )
+        out.flush()
+
+    # The worker acts with the environment key and each item's token only, so the provider
+    # is built on the environment key: a worker host needs no API key.
+    with ClaudeManagedAgents(key) as provider:
+        worker = EnvironmentWorker(
+            provider,
+            args.environment_id,
+            environment_key=key,
+            handler=handler,
+            workdir=args.workdir,
+            sandbox=args.sandbox,
+            network=args.network,
+            max_sessions=args.max_sessions,
+            ledger=ledger,
+            on_unfinished=args.on_unfinished,
+            idle_grace=args.idle_grace,
+            worker_id=args.worker_id,
+            tool_timeout=args.tool_timeout,
+            on_item=report,
+        )
+        sandbox = worker.settings.sandbox or "the --tools handler"
+        print(
+            f"rma worker: serving {args.environment_id} in {worker.settings.workdir} "
+            f"(bash: {sandbox}); SIGTERM or Ctrl-C stops it",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            received = worker.serve_forever()
+        except AuthenticationError as exc:
+            raise CliError(
+                str(exc),
+                hint=f"check {_KEY_VARIABLE}: the environment's key, not the API key",
+                code=EXIT_API,
+            ) from None
+        except NotFoundError as exc:
+            raise CliError(str(exc), hint="check --environment-id", code=EXIT_API) from None
+    print("rma worker: stopped; every served item released", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
+
+
+def _environment_key(path: Path | None) -> str:
+    """The key from ``--environment-key-file``, else from the environment."""
+    if path is None:
+        key = os.environ.get(_KEY_VARIABLE, "").strip()
+        if not key:
+            raise ConfigurationError(f"no environment key: set {_KEY_VARIABLE}")
+        return key
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise CliError(
+            f"--environment-key-file {path}: {exc.strerror or exc}",
+            hint="name a readable file holding the environment key",
+        ) from None
+    if not text:
+        raise CliError(
+            f"--environment-key-file {path} is empty", hint="put the environment key in it"
+        )
+    return text
