@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         teardown,
     )
     from req_managed_agents.toolset import AgentToolset, UnsandboxedWarning
+    from req_managed_agents.worker import EnvironmentWorker, WorkItemReport
 
 # Public name -> module that defines it, imported on first attribute access (these pull in
 # ``requests`` and the drivers, which an import of the package alone should not pay for).
@@ -141,6 +142,8 @@ _LAZY: dict[str, str] = {
     "OpenAIAgents": "req_managed_agents.providers",
     "AgentToolset": "req_managed_agents.toolset",
     "UnsandboxedWarning": "req_managed_agents.toolset",
+    "EnvironmentWorker": "req_managed_agents.worker",
+    "WorkItemReport": "req_managed_agents.worker",
     "BatchItem": "req_managed_agents.drivers._batch",
     "BatchOutcome": "req_managed_agents.drivers._batch",
     "read_prompts": "req_managed_agents.drivers._batch",
@@ -191,6 +194,7 @@ __all__ = [
     "EnvironmentArchivedError",
     "EnvironmentNameConflictError",
     "EnvironmentSpec",
+    "EnvironmentWorker",
     "EventHandler",
     "EventStreamError",
     "EventTooLargeError",
@@ -248,6 +252,7 @@ __all__ = [
     "UnresolvedRequiresActionError",
     "UnsandboxedWarning",
     "Usage",
+    "WorkItemReport",
     "__version__",
     "ensure_environment",
     "provision",
