@@ -18,6 +18,8 @@ Events (all prefixed ``req_managed_agents.``):
 ``stream.connected/event/done/error``  the provider's event stream
 ``tool.start/stop/exception``  one local tool call (``tool``, ``is_error``)
 ``session.start/turn/stop``    a driven session and each of its turns
+``worker.item.start/stop``     a self-hosted worker's work item (``outcome``)
+``worker.lease_lost``          a work item another worker may now hold
 =============================  ====================================================
 
 ``*.stop`` and ``*.exception`` carry ``measurements["duration"]`` in seconds. Callers add
