@@ -111,7 +111,12 @@ def catch_up(
     telemetry_metadata: Mapping[str, Any],
 ) -> list[Event]:
     """The events the feed has not delivered, rebuilt from the session's turns, the items
-    of its root turns that were running, and its status - oldest first."""
+    of its root turns that were running, and its status - oldest first.
+
+    The status is read first: the turns and items read after it are at least as recent, so
+    a status that says a turn ended never comes without that turn's end (read the other way
+    round, a turn could end between the two reads, and its idle arrive without it)."""
+    session = client.get_session(session_id, telemetry_metadata=telemetry_metadata)
     rebuilt: list[Event] = []
     for turn in reversed(_turns_since(client, session_id, tracker, telemetry_metadata)):
         turn_id = str(turn.get("id"))
@@ -125,7 +130,6 @@ def catch_up(
         status = turn.get("status")
         if status in _ENDED and not tracker.knows(("ended", turn_id)):
             rebuilt.append(_turn_event(_END_EVENT[str(status)], str(status), session_id, turn))
-    session = client.get_session(session_id, telemetry_metadata=telemetry_metadata)
     status = session.get("status")
     boundary = BOUNDARY_OF_STATUS.get(str(status))
     if boundary is not None and (rebuilt or tracker.last_status != status):
