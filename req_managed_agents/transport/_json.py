@@ -14,9 +14,22 @@ even when a tool's text holds a lone surrogate (then those characters are escape
 from __future__ import annotations
 
 import json
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-__all__ = ["MAX_DEPTH", "TOO_DEEP", "dumps_utf8", "excerpt", "holds_too_deep", "loads"]
+from req_managed_agents.errors import APIError
+
+if TYPE_CHECKING:
+    import requests
+
+__all__ = [
+    "MAX_DEPTH",
+    "TOO_DEEP",
+    "dumps_utf8",
+    "excerpt",
+    "holds_too_deep",
+    "json_object",
+    "loads",
+]
 
 MAX_DEPTH = 100
 """Levels of nesting a document keeps when it nests too deeply for Python's parser."""
@@ -140,3 +153,32 @@ def dumps_utf8(value: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def json_object(
+    response: requests.Response,
+    what: str,
+    *,
+    request_id_header: str = "request-id",
+    cut_deep: bool = False,
+) -> dict[str, Any]:
+    """A successful response's JSON object; an empty body (a 202, say) is ``{}``. Anything
+    else is an :class:`APIError` quoting a bounded prefix of the body and the request id
+    the service sent in ``request_id_header``."""
+    if not response.content:
+        return {}
+    request_id = response.headers.get(request_id_header)
+    try:
+        data = loads(response.content, cut_deep=cut_deep)
+    except ValueError as exc:
+        raise APIError(
+            response.status_code,
+            None,
+            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
+            request_id,
+        ) from None
+    if not isinstance(data, dict):
+        raise APIError(
+            response.status_code, None, f"expected a JSON object from {what}", request_id
+        )
+    return data

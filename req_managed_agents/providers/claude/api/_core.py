@@ -34,7 +34,7 @@ import requests
 from req_managed_agents.errors import APIError, ConfigurationError
 from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
 from req_managed_agents.transport._http import HttpClient, api_error
-from req_managed_agents.transport._json import excerpt, loads
+from req_managed_agents.transport._json import excerpt, json_object, loads
 from req_managed_agents.transport._redact import Secret
 
 __all__ = [
@@ -269,30 +269,6 @@ class ClientCore:
     def _memory_headers(self) -> dict[str, str]:
         """Memory store endpoints accept either beta; sending both satisfies any gateway."""
         return {"anthropic-beta": f"{self.memory_beta},{self.beta}"}
-
-
-def json_object(response: requests.Response, what: str, *, cut_deep: bool = False) -> Json:
-    """A successful response's JSON object; an empty body is ``{}``. Anything else is an
-    :class:`APIError` quoting a bounded prefix of the body."""
-    if not response.content:
-        return {}
-    try:
-        data = loads(response.content, cut_deep=cut_deep)
-    except ValueError as exc:
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
-            response.headers.get("request-id"),
-        ) from None
-    if not isinstance(data, dict):
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected a JSON object from {what}",
-            response.headers.get("request-id"),
-        )
-    return data
 
 
 def query_params(params: Mapping[str, Any]) -> dict[str, Any]:

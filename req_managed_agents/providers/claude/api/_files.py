@@ -12,10 +12,10 @@ from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     FileContent,
     Json,
-    json_object,
     query_params,
     segment,
 )
+from req_managed_agents.transport._json import json_object
 
 __all__ = ["FilesAPI"]
 

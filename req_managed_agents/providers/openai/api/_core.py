@@ -25,7 +25,7 @@ import requests
 from req_managed_agents.errors import APIError
 from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
 from req_managed_agents.transport._http import HttpClient, api_error
-from req_managed_agents.transport._json import excerpt, loads
+from req_managed_agents.transport._json import excerpt, json_object, loads
 from req_managed_agents.transport._redact import Secret
 
 __all__ = [
@@ -181,7 +181,9 @@ class ClientCore:
             headers=headers,
             telemetry_metadata=telemetry_metadata,
         )
-        return json_object(response, f"{method} {path}")
+        return json_object(
+            response, f"{method} {path}", request_id_header="x-request-id", cut_deep=True
+        )
 
     def _iter_pages(
         self,
@@ -207,29 +209,6 @@ class ClientCore:
                 return  # a server repeating a cursor would otherwise loop forever
             seen.add(cursor)
             query = {**query, "after": cursor}
-
-
-def json_object(response: requests.Response, what: str) -> Json:
-    """A successful response's JSON object; an empty body (a 202) is ``{}``."""
-    if not response.content:
-        return {}
-    try:
-        data = loads(response.content, cut_deep=True)
-    except ValueError as exc:
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
-            response.headers.get("x-request-id"),
-        ) from None
-    if not isinstance(data, dict):
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected a JSON object from {what}",
-            response.headers.get("x-request-id"),
-        )
-    return data
 
 
 def list_params(

@@ -16,10 +16,10 @@ from req_managed_agents.providers.openai.api._core import (
     Json,
     checked_metadata,
     id_value,
-    json_object,
     list_params,
     segment,
 )
+from req_managed_agents.transport._json import json_object
 
 __all__ = ["CREATE_TOKEN_KEY", "ENVIRONMENT_TYPES", "SessionsAPI", "user_input"]
 
@@ -169,7 +169,11 @@ class SessionsAPI(ClientCore):
             prompt_cache_options,
         )
         found = self._create(body, telemetry_metadata)
-        return found if isinstance(found, dict) else json_object(found, "POST /agents/sessions")
+        return (
+            found
+            if isinstance(found, dict)
+            else json_object(found, "POST /agents/sessions", request_id_header="x-request-id")
+        )
 
     def stream_new_session(
         self,
