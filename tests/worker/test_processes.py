@@ -200,9 +200,14 @@ def test_sigterm_releases_at_once_and_the_next_worker_resumes_the_mid_turn_sessi
     world.emulator.expire_lease(busy_item["id"])  # what 30 s without a heartbeat does
     second = pool.start()
     assert world.emulator.wait_until(lambda: world.finished(busy_id, 1), 20)
-    assert lines(busy_log) == ["start", "cancelled"], "its recorded result was posted instead"
+    assert lines(busy_log) == ["start", "cancelled"], "the tool was not run again"
+    # The tool's late answer reaches the ledger if its thread records it before the process
+    # exits: then it is posted; else the call is answered as interrupted. Never run twice.
     messages = [e for e in world.emulator.events(busy_id) if e["type"] == "agent.message"]
-    assert messages[-1]["content"] == [{"type": "text", "text": "cancelled"}]
+    (answer,) = messages[-1]["content"]
+    assert answer["text"] == "cancelled" or answer["text"].startswith(
+        "this tool call was interrupted earlier"
+    ), answer
     assert world.emulator.wait_until(lambda: set(world.states()) == {"stopped"}, 10)
     code, _, err, _ = pool.finish(second, signal.SIGINT)
     assert code == 130, err
