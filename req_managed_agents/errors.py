@@ -26,6 +26,7 @@
     │   ├── ElicitationRequiredError          an MCP server asks a person, and nothing may answer
     │   ├── UnfinishedToolCallError           a tool call started earlier never finished
     │   └── AmbiguousRunError                 a keyed run cannot tell whether its input landed
+    ├── LedgerError                           the tool ledger holds a record it cannot use
     ├── ArtifactError                         a session artifact operation failed
     │   ├── ArtifactNotFoundError (KeyError)  no artifact of that name
     │   ├── InvalidArtifactNameError (ValueError)  a name that is unsafe or unusable
@@ -74,6 +75,7 @@ __all__ = [
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "InvalidArtifactNameError",
+    "LedgerError",
     "ManagedAgentsError",
     "MissingDependencyError",
     "NotFoundError",
@@ -320,6 +322,16 @@ class AmbiguousRunError(SessionError):
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+class LedgerError(ManagedAgentsError):
+    """The tool ledger found a record it cannot use under ``key`` (written by something else
+    sharing the store, or damaged), or one that keeps changing under it: nothing was run on
+    its strength. ``key`` names the record to look at."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class ArtifactError(ManagedAgentsError):
