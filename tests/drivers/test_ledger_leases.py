@@ -147,7 +147,8 @@ def test_a_claim_renewed_long_ago_by_another_machine_lapsed_at_once() -> None:
     found = ledger.entry("s1", "t1")
     assert found is not None
     waited = ledger.await_finish("s1", found, stop=threading.Event())
-    assert waited is not None and not waited.live
+    assert waited is not None
+    assert not waited.live
 
 
 def test_a_running_claim_is_renewed_and_stays_live_past_its_lease(tmp_path: Path) -> None:
@@ -162,7 +163,8 @@ def test_a_running_claim_is_renewed_and_stays_live_past_its_lease(tmp_path: Path
     assert waited.record["renewed_at"] > found.record["renewed_at"]
     owner.finish("s1", "t1", ToolResult("t1", "done"))
     settled = watcher.await_finish("s1", waited, stop=threading.Event())
-    assert settled is not None and settled.result == ToolResult("t1", "done")
+    assert settled is not None
+    assert settled.result == ToolResult("t1", "done")
 
 
 def test_waiting_for_a_live_claim_ends_when_the_run_stops() -> None:
@@ -174,7 +176,8 @@ def test_waiting_for_a_live_claim_ends_when_the_run_stops() -> None:
     stop = threading.Event()
     threading.Timer(0.2, stop.set).start()
     waited = ledger.await_finish("s1", found, stop=stop)
-    assert waited is not None and waited.live
+    assert waited is not None
+    assert waited.live
 
 
 @pytest.mark.parametrize("value", ["a string", ["a", "list"], {"started_at": "yesterday"}, 7])
