@@ -136,7 +136,8 @@ def test_a_claim_whose_owner_stopped_renewing_lapses_after_one_lease() -> None:
     before = time.monotonic()
     waited = ledger.await_finish("s1", found, stop=threading.Event())
     assert waited is not None
-    assert not waited.live and not waited.finished, "lapsed: nobody runs it any more"
+    assert not waited.live, "lapsed: nobody runs it any more"
+    assert not waited.finished
     assert time.monotonic() - before >= 0.6, "judged on this machine's clock, a lease long"
 
 
@@ -159,7 +160,8 @@ def test_a_running_claim_is_renewed_and_stays_live_past_its_lease(tmp_path: Path
     assert found is not None
     deadline = time.monotonic() + 2.0  # over three leases
     waited = watcher.await_finish("s1", found, stop=threading.Event(), deadline=deadline)
-    assert waited is not None and waited.live, "renewed all along"
+    assert waited is not None
+    assert waited.live, "renewed all along"
     assert waited.record["renewed_at"] > found.record["renewed_at"]
     owner.finish("s1", "t1", ToolResult("t1", "done"))
     settled = watcher.await_finish("s1", waited, stop=threading.Event())
