@@ -149,6 +149,7 @@ class Leases:
         False when the record was taken away meanwhile (then it is not held any more)."""
         with self._lock:
             before = self._held.pop(key, None)
+            self._wake.notify_all()  # holding nothing more, the renewing thread ends now
             if before is None:
                 return False
             written = leased(record, self.lease) if keep else dict(record)
@@ -162,6 +163,7 @@ class Leases:
         """Stop holding ``key``, deleting its record if ``delete`` (and still ours)."""
         with self._lock:
             before = self._held.pop(key, None)
+            self._wake.notify_all()
             if before is not None and delete:
                 self._records.delete_record(key, before)
 

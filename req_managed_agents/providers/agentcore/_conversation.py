@@ -61,6 +61,7 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
@@ -91,6 +92,8 @@ class TruncatedStreamError(StreamError):
 class AgentCoreConversation:
     """Drives one runtime session; created by :meth:`BedrockAgentCore.open_conversation`."""
 
+    keeps_history = False
+
     def __init__(
         self,
         client: AgentCoreClient,
@@ -104,11 +107,12 @@ class AgentCoreConversation:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
-        reattached: bool = False,
+        origin: Origin = "created",
         on_text: TextSink | None = None,
         runtime_user_id: str | None = None,
     ) -> None:
-        self._reattached = reattached
+        self.origin = origin
+        self._reattached = origin == "reattached"  # adopted: never invoked before
         self._runtime_user_id = runtime_user_id
         self._on_text = on_text
         self._turns = 0
@@ -191,8 +195,11 @@ class AgentCoreConversation:
     def close(self) -> None:
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
+    def history_mark(self) -> str | None:
         return None  # the harness keeps the conversation and offers no way to read it
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        return None
 
     def discard(self) -> None:
         self.close()  # nothing exists at the service until the first invocation

@@ -19,7 +19,6 @@ a turn before the outcome's grading has settled does not end the turn.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -41,6 +40,7 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
@@ -86,6 +86,8 @@ Event = Mapping[str, Any]
 class ClaudeConversation(FeedConversation):
     """Drives one session; created by :meth:`ClaudeManagedAgents.open_conversation`."""
 
+    _feed: EventFeed
+
     def __init__(
         self,
         client: ClaudeClient,
@@ -99,8 +101,10 @@ class ClaudeConversation(FeedConversation):
         on_text: TextSink | None = None,
         cancelled: threading.Event | None = None,
         provider_name: str = PROVIDER_NAME,
+        origin: Origin = "created",
     ) -> None:
         self.info = SessionInfo(session_id, provider_name, dict(metadata))
+        self.origin = origin
         self._client = client
         self._on_event = on_event
         self._on_text = on_text
@@ -116,8 +120,6 @@ class ClaudeConversation(FeedConversation):
         self._sandbox: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
         self._outcome_pending = False
-        # Digests of the prompts the session has recorded (a keyed run asks).
-        self._prompts: set[str] = set()
         # The text of each agent message being previewed, per content block.
         self._previews: dict[str, dict[int, str]] = {}
         self._aborted = False
@@ -270,8 +272,14 @@ class ClaudeConversation(FeedConversation):
     def close(self) -> None:
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
-        return _digest(prompt) in self._prompts
+    def history_mark(self) -> str | None:
+        return self._feed.newest_id()
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        return any(
+            event.get("type") == "user.message" and text_of(event) == prompt
+            for event in self._feed.history_after(after)
+        )
 
     def _delete_session(self) -> None:
         self._client.delete_session(self.session_id)
@@ -304,8 +312,6 @@ class ClaudeConversation(FeedConversation):
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
-        elif kind == "user.message":
-            self._prompts.add(_digest(text_of(event)))
         elif kind == "agent.message" and live and self._on_text is not None:
             message = str(event.get("id", ""))
             self._previews.pop(message, None)
@@ -391,7 +397,3 @@ def _is_activity(event: Event) -> bool:
     if kind == "user.interrupt":
         return False  # interrupting an idle session changes nothing
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

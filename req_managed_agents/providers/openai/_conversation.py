@@ -36,6 +36,7 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
@@ -96,13 +97,15 @@ class OpenAIConversation(FeedConversation):
         cancelled: threading.Event | None = None,
         provider_name: str = PROVIDER_NAME,
         opened: Opened | None = None,
+        origin: Origin = "created",
     ) -> None:
         self.info = SessionInfo(session_id, provider_name, dict(metadata))
+        self.origin = origin
         self._client = client
         self._on_event = on_event
         self._on_text = on_text
         self._telemetry = dict(telemetry_metadata)
-        self._resumed = self._reattached = resumed
+        self._resumed = resumed
         self._initial = created_with
         # Function calls and approval requests seen, by id, and the ids already answered.
         self._uses: dict[str, ToolUse] = {}
@@ -221,17 +224,23 @@ class OpenAIConversation(FeedConversation):
             self._delivery.interrupt()
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
-        digest = _digest(prompt)
-        if digest in self._prompts or not self._reattached:
-            return digest in self._prompts
+    def history_mark(self) -> str | None:
+        """The newest item's id: the items after it are what came since."""
         for item in self._client.iter_items(
             self.session_id, order="desc", telemetry_metadata=self._telemetry
         ):
-            text = user_text(item)
-            if text is not None:
-                self._prompts.add(_digest(text))
-        return digest in self._prompts
+            return str(item.get("id"))
+        return None
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        if self.origin == "created" and after is None and _digest(prompt) in self._prompts:
+            return True  # the session was created with it
+        return any(
+            user_text(item) == prompt
+            for item in self._client.iter_items(
+                self.session_id, order="asc", after=after, telemetry_metadata=self._telemetry
+            )
+        )
 
     def _delete_session(self) -> None:
         self._client.delete_session(self.session_id)
