@@ -164,7 +164,7 @@ class ClaudeManagedAgents:
                 for option, name in self.session_options.items()
                 if options.get(option) is not None
             }
-            found = self._created_before(create_token, telemetry_metadata)
+            found = self._created_before(create_token, agent, telemetry_metadata)
             if found is not None:
                 session_id, origin = found, "adopted"
             else:
@@ -199,13 +199,19 @@ class ClaudeManagedAgents:
         )
 
     def _created_before(
-        self, token: CreateToken | None, telemetry_metadata: Mapping[str, Any]
+        self,
+        token: CreateToken | None,
+        agent: str | Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
     ) -> str | None:
         """The session an earlier attempt created with ``token``, if there is one."""
         if token is None or token.look_since is None:
             return None
         since = datetime.fromtimestamp(token.look_since, timezone.utc) - CREATE_CLOCK_SKEW
-        found = self.client.find_created_session(token.value, since, telemetry_metadata)
+        agent_id = agent if isinstance(agent, str) else str(agent.get("id"))
+        found = self.client.find_created_session(
+            token.value, since, telemetry_metadata, agent_id=agent_id
+        )
         return str(found["id"]) if found is not None else None
 
 

@@ -199,12 +199,19 @@ class SessionsAPI(ClientCore):
         token: str,
         since: datetime,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        *,
+        agent_id: str | None = None,
     ) -> Json | None:
         """The session a create request carrying ``token`` made at ``since`` or later (allow
-        for the clocks' skew), if it made one: the sessions created since are looked through
-        for it, newest first."""
-        params = query_params({"created_at_gte": since, "order": "desc"})
+        for the clocks' skew), if it made one: the sessions created since (of ``agent_id``,
+        when given) are looked through for it, newest first. Where a listing leaves out the
+        sessions' metadata (Amazon Bedrock's does), each is read whole."""
+        params = query_params({"created_at_gte": since, "order": "desc", "agent_id": agent_id})
         for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
+            if "metadata" not in session:
+                session = self.get_session(
+                    str(session["id"]), telemetry_metadata=telemetry_metadata
+                )
             if (session.get("metadata") or {}).get(CREATE_TOKEN_KEY) == token:
                 return session
         return None
