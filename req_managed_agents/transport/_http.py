@@ -39,6 +39,7 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.transport._backoff import (
     RetryPolicy,
+    SendBudget,
     parse_retry_after,
     parse_should_retry,
     pause,
@@ -189,6 +190,7 @@ class HttpClient:
         telemetry_metadata: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
+        budget: SendBudget | None = None,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
 
@@ -196,7 +198,8 @@ class HttpClient:
         when no response arrived. A retry wait ends early when ``cancelled`` is set.
         ``retry`` overrides the client's policy for this request; ``deadline`` (a
         :func:`time.monotonic` time) caps every socket wait and forbids a retry that could
-        not finish before it.
+        not finish before it; every send, retries included, spends one of ``budget``'s (an
+        input's, shared with the loops above that resend it).
         """
         policy = retry or self.retry
         url = self.base_url + path
@@ -215,6 +218,10 @@ class HttpClient:
         )
         attempt = 0
         while True:
+            if budget is not None and not budget.spend():
+                raise TransportError(
+                    f"{method} {path}: its send budget ({budget.sends}) is spent", not_sent=True
+                )
             prepared = self._prepare(request)
             meta = {
                 **(telemetry_metadata or {}),
@@ -242,7 +249,9 @@ class HttpClient:
                     failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
                     failure.__cause__ = exc
                     outcome["status"] = None
-                    if not _may_retry_transport(policy, exc, idempotent, attempt):
+                    if not _may_retry_transport(policy, exc, idempotent, attempt) or not (
+                        budget is None or budget.left
+                    ):
                         raise failure from exc
                 except (ValueError, OSError) as exc:
                     # Raised before anything was sent (a CA bundle path that does not exist, a
@@ -260,7 +269,8 @@ class HttpClient:
                     api_failure = self._parse_error(response)
                     response.close()
                     retry_after = parse_retry_after(response.headers)
-                    retrying = attempt < policy.max_retries and policy.should_retry(
+                    retrying = attempt < policy.max_retries and (budget is None or budget.left)
+                    retrying = retrying and policy.should_retry(
                         api_failure.status_code,
                         api_failure.error_type,
                         idempotent=idempotent,
