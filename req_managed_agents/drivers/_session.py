@@ -22,7 +22,7 @@ from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
 from req_managed_agents.drivers._options import SessionOptions, Settings, split_options
-from req_managed_agents.drivers._run import DONE, Run
+from req_managed_agents.drivers._run import DONE, Run, RunText
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_most
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
 from req_managed_agents.model._stream import StreamItem
@@ -395,7 +395,7 @@ class Session:
             conversation = self._provider.open_conversation(
                 self._connect,
                 on_event=self._deliver,
-                on_text=self._text,
+                on_text=RunText(lambda: self._run),
                 handler_tools=tools,
                 metadata=self._settings.metadata,
                 telemetry_metadata=self._settings.telemetry,
@@ -432,11 +432,6 @@ class Session:
             self._event_handler.handle_event(event, info)
         except Exception as exc:
             _log.warning("handle_event raised %s; continuing", describe_exception(exc))
-
-    def _text(self, message: str, text: str, final: bool) -> None:
-        run = self._run
-        if run is not None:
-            run.tracker.update(message, text, final)
 
     def _drive(
         self, prompt: str | None, outcome: Outcome | None, run: Run, stop: threading.Event

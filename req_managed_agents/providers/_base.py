@@ -43,9 +43,27 @@ __all__ = [
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
-TextSink = Callable[[str, str, bool], None]
-"""``on_text(message, text_so_far, final)``: the whole text of one agent message so far
-(``message`` is a key unique in the session); ``final`` once the provider recorded it."""
+
+
+class TextSink(Protocol):
+    """Where a provider reports the agent's text as it is written, per message (``message``
+    is a key unique in the session). A delta goes to :meth:`append`, which costs its own
+    length: a message written in ``n`` deltas is shown in time linear in its length, where
+    reporting its whole text each time would cost ``n`` times that."""
+
+    def __call__(self, message: str, text: str, final: bool) -> None:
+        """``text`` is the whole text of ``message`` so far: ``""`` when the provider
+        starts it over (a reconnect's preview, an invocation sent again), all of it when a
+        delta changed it before its end (a delta to an earlier content block), and - with
+        ``final`` - the message as the provider recorded it, which settles it."""
+        ...
+
+    def append(self, message: str, text: str) -> None:
+        """``text`` follows the text of ``message`` reported so far: the same as reporting
+        that text with ``text`` added, at the cost of ``text`` alone."""
+        ...
+
+
 Confirmations = Sequence[tuple[ToolUse, Decision]]
 Elicitations = Sequence[tuple[Elicitation, ElicitationAnswer]]
 Origin = Literal["created", "adopted", "reattached"]

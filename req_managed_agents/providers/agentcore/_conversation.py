@@ -22,11 +22,12 @@ delivered, though only the final attempt's events make up the turn.
 A reattached runtime session (``runtime_session_id`` given) is not invoked until there is
 something to say: the harness keeps its conversation, so there is no turn to read back.
 
-Text reaches ``on_text`` per content block as it streams; a retried attempt starts its
-blocks over, which the driver's text tracker recognises as a replay. Interrupting closes the
-in-flight stream and stops the runtime session (``StopRuntimeSession`` on the harness's
-runtime), which ends the turn on the service - and with it the session's conversation.
-Outcomes and tool confirmations do not exist on AgentCore.
+Text reaches ``on_text`` per content block as it streams, delta by delta; a retried attempt
+starts the blocks shown so far over, which the driver's text tracker recognises as a replay.
+Interrupting closes the in-flight stream and stops the runtime session
+(``StopRuntimeSession`` on the harness's runtime), which ends the turn on the service - and
+with it the session's conversation. Outcomes and tool confirmations do not exist on
+AgentCore.
 """
 
 from __future__ import annotations
@@ -220,6 +221,7 @@ class AgentCoreConversation:
                 raise Aborted
             fold = ConverseFold()
             events: list[Envelope] = []
+            self._restart_text()
 
             def live(
                 event: Envelope, fold: ConverseFold = fold, events: list[Envelope] = events
@@ -227,12 +229,7 @@ class AgentCoreConversation:
                 fold.add(event)
                 events.append(event)
                 self._on_event(event)
-                delta = event.get("contentBlockDelta")
-                if self._on_text is not None and isinstance(delta, Mapping):
-                    index = delta.get("contentBlockIndex")
-                    if isinstance(index, int) and index in fold.text_blocks:
-                        self._shown_blocks.add(index)
-                        self._on_text(self._message(index), fold.text_blocks[index], False)
+                self._show(event)
 
             try:
                 self._client.invoke_harness(
@@ -278,12 +275,30 @@ class AgentCoreConversation:
     def _message(self, index: int) -> str:
         return f"turn-{self._turns}-block-{index}"
 
+    def _show(self, event: Envelope) -> None:
+        """Pass a text delta on to ``on_text``, as a piece of its block's text."""
+        body = event.get("contentBlockDelta")
+        if self._on_text is None or not isinstance(body, Mapping):
+            return
+        index, delta = body.get("contentBlockIndex"), body.get("delta")
+        text = delta.get("text") if isinstance(delta, Mapping) else None
+        if isinstance(index, int) and isinstance(text, str):
+            self._shown_blocks.add(index)
+            self._on_text.append(self._message(index), text)
+
+    def _restart_text(self) -> None:
+        """A new attempt writes its blocks from the start: the blocks shown so far start
+        over (what it writes again is not shown twice, what it changes is reset)."""
+        if self._on_text is not None:
+            for index in sorted(self._shown_blocks):
+                self._on_text(self._message(index), "", False)
+
     def _committed(self, fold: ConverseFold, events: list[Envelope]) -> TurnResult:
         """The turn the harness committed; its text blocks are final now (a block only an
         abandoned attempt wrote ends empty, so what it showed is withdrawn)."""
         if self._on_text is not None:
             for index in sorted(self._shown_blocks | set(fold.text_blocks)):
-                self._on_text(self._message(index), fold.text_blocks.get(index, ""), True)
+                self._on_text(self._message(index), fold.block_text(index), True)
         return fold.result(events)
 
 

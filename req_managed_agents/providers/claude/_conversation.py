@@ -44,6 +44,7 @@ from req_managed_agents.providers._base import (
     TextSink,
 )
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
+from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
@@ -107,7 +108,6 @@ class ClaudeConversation(FeedConversation):
         self.origin = origin
         self._client = client
         self._on_event = on_event
-        self._on_text = on_text
         self._telemetry = dict(telemetry_metadata)
         self._resumed = resumed
         # Every custom tool use and every provider tool use asking permission, by id, and
@@ -121,7 +121,7 @@ class ClaudeConversation(FeedConversation):
         self._answered: set[str] = set()
         self._outcome_pending = False
         # The text of each agent message being previewed, per content block.
-        self._previews: dict[str, dict[int, str]] = {}
+        self._previews = Previews(on_text) if on_text is not None else None
         self._aborted = False
         self._feed = EventFeed(
             client,
@@ -312,32 +312,27 @@ class ClaudeConversation(FeedConversation):
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
-        elif kind == "agent.message" and live and self._on_text is not None:
-            message = str(event.get("id", ""))
-            self._previews.pop(message, None)
-            self._on_text(message, text_of(event), True)
+        elif kind == "agent.message" and live and self._previews is not None:
+            self._previews.finish(str(event.get("id", "")), text_of(event))
 
     def _preview(self, event: Event) -> None:
-        """Add an ``event_delta`` to its message's text and report the text so far; an
-        ``event_start`` (again, after a reconnect) starts the message's preview over."""
-        if self._on_text is None:
+        """Add an ``event_delta`` to its message's text; an ``event_start`` (again, after a
+        reconnect) starts the message's preview over."""
+        previews = self._previews
+        if previews is None:
             return
         if event.get("type") == "event_start":
             started = event.get("event")
             if isinstance(started, Mapping):
-                self._previews.pop(str(started.get("id", "")), None)
+                previews.restart(str(started.get("id", "")))
             return
         delta = event.get("delta")
         content = delta.get("content") if isinstance(delta, Mapping) else None
         text = content.get("text") if isinstance(content, Mapping) else None
         if not isinstance(text, str) or not isinstance(delta, Mapping):
             return
-        message = str(event.get("event_id", ""))
         index = delta.get("index")
-        blocks = self._previews.setdefault(message, {})
-        key = index if isinstance(index, int) else 0
-        blocks[key] = blocks.get(key, "") + text
-        self._on_text(message, "".join(blocks[i] for i in sorted(blocks)), False)
+        previews.add(str(event.get("event_id", "")), index if isinstance(index, int) else 0, text)
 
     def _await_turn(
         self, prefix: Sequence[Event] = (), after: set[str] | None = None
