@@ -233,11 +233,13 @@ class ClaudeConversation(FeedConversation):
             for elicitation, answer in elicitations
             if elicitation.id not in self._answered
         ]
-        echoes: set[str] = set()
         if events:
-            echoes = self._delivery.post(events, answers_landed(events))
+            self._delivery.post(events, answers_landed(events))
             self._answered.update(answered_id(event) for event in events)
-        return self._await_turn(after=echoes)
+        # The turn the answers resume starts at once, not at their echo, which the service
+        # need not stream: the session waits for these answers alone, and an idle naming
+        # only calls already answered is recognised as stale (_resolve).
+        return self._await_turn()
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:
         self._check_feed()

@@ -31,6 +31,15 @@ MAX_ITERATIONS = 20
 DEFAULT_ITERATIONS = 3
 _OUTCOME_FIELDS = frozenset({"type", "description", "rubric", "max_iterations"})
 
+# The events that answer what a paused turn waits for.
+ANSWERS = frozenset(
+    {
+        "user.custom_tool_result",
+        "user.tool_confirmation",
+        "user.tool_result",
+        "user.mcp_elicitation_response",
+    }
+)
 # The fields each sent event type takes (``session_thread_id`` is informational on answers).
 _FIELDS = {
     "user.message": frozenset({"type", "content"}),

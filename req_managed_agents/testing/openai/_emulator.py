@@ -53,6 +53,7 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
     ) -> None:
         lifecycle = Lifecycle(type(self).__name__)
         self.api_key = api_key or f"sk-emu-{secrets.token_hex(16)}"
+        self.echo_answers = echo_answers
         self._state = state = OpenAIState(lifecycle.condition, as_script(script, OpenAITurn))
         self._log = log = SessionLog(lifecycle.condition)
         self._flow = flow = TurnFlow(log)
