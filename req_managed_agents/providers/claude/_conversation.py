@@ -208,18 +208,11 @@ class ClaudeConversation(FeedConversation):
         elicitations: Elicitations = (),
     ) -> TurnResult:
         self._check_feed()
-        # A subagent's call is answered on its thread (the id alone routes it, but the
-        # service records which thread it went to).
-        passed = {use.id: use for use in tool_uses}
-
-        def thread_of(tool_use_id: str) -> str | None:
-            use = passed.get(tool_use_id) or self._tool_uses.get(tool_use_id)
-            return use.session_thread_id if use else None
-
+        # A subagent's call is answered like any other: its id alone routes the answer.
         events = [
             sandbox_tool_result(result)
             if result.tool_use_id in self._sandbox
-            else custom_tool_result(result, thread_of(result.tool_use_id))
+            else custom_tool_result(result)
             for result in results
             if result.tool_use_id not in self._answered
         ]

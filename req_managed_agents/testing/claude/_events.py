@@ -196,10 +196,8 @@ class Events:
         return echo
 
     def _on_thread(self, session: _Session, event: dict[str, Any]) -> dict[str, Any]:
-        """An answer's echo names the thread its tool use was made on (the client's
-        ``session_thread_id`` when it sent one, which the checks matched)."""
-        if "session_thread_id" in event:
-            return event
+        """An answer is routed by the tool use it answers: its echo names the thread that
+        tool use was made on, when a subagent's."""
         field = next(
             key
             for key in ("custom_tool_use_id", "mcp_elicitation_id", "tool_use_id")
