@@ -210,18 +210,11 @@ class ClaudeConversation(FeedConversation):
         elicitations: Elicitations = (),
     ) -> TurnResult:
         self._check_feed()
-        # A subagent's call is answered on its thread (the id alone routes it, but the
-        # service records which thread it went to).
-        passed = {use.id: use for use in tool_uses}
-
-        def thread_of(tool_use_id: str) -> str | None:
-            use = passed.get(tool_use_id) or self._tool_uses.get(tool_use_id)
-            return use.session_thread_id if use else None
-
+        # A subagent's call is answered like any other: its id alone routes the answer.
         events = [
             sandbox_tool_result(result)
             if result.tool_use_id in self._sandbox
-            else custom_tool_result(result, thread_of(result.tool_use_id))
+            else custom_tool_result(result)
             for result in results
             if result.tool_use_id not in self._answered
         ]
@@ -235,11 +228,13 @@ class ClaudeConversation(FeedConversation):
             for elicitation, answer in elicitations
             if elicitation.id not in self._answered
         ]
-        echoes: set[str] = set()
         if events:
-            echoes = self._delivery.post(events, answers_landed(events))
+            self._delivery.post(events, answers_landed(events))
             self._answered.update(answered_id(event) for event in events)
-        return self._await_turn(after=echoes)
+        # The turn the answers resume starts at once, not at their echo, which the service
+        # need not stream: the session waits for these answers alone, and an idle naming
+        # only calls already answered is recognised as stale (_resolve).
+        return self._await_turn()
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:
         self._check_feed()
