@@ -53,9 +53,10 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+from req_managed_agents.providers.claude.api._work import sessions_token
 from req_managed_agents.tools._handler import describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger
+from req_managed_agents.transport._redact import forget_secret, get_logger
 from req_managed_agents.worker._activity import ACTIVITY_POLL, SessionLook, look_at
 from req_managed_agents.worker._folders import remove_session_folder, session_folder
 from req_managed_agents.worker._handler import ToolRouter, route_tools
@@ -152,7 +153,19 @@ class ItemServer:
             {"duration": report.duration, "runs": report.runs, "tool_calls": report.tool_calls},
             {**self._tags, "outcome": outcome, "detail": detail},
         )
+        self._forget_credentials()
         return report
+
+    def _forget_credentials(self) -> None:
+        """Let the redactor go of the item's secret and token: nothing here uses them any
+        more, and a worker serving sessions for months would hold one pair per item."""
+        secret = self._item.get("secret")
+        if not isinstance(secret, str) or not secret:
+            return
+        token = sessions_token(secret)
+        forget_secret(secret)
+        if token is not None:
+            forget_secret(token.reveal())
 
     def _serve(self) -> tuple[ItemOutcome, str]:
         try:

@@ -152,3 +152,25 @@ def test_a_call_left_unfinished_elsewhere_keeps_its_entry_when_the_item_stops(
     assert kept is not None
     assert not kept.finished
     assert not (tmp_path / session_id / "custom.log").exists(), "never run here"
+
+
+def test_the_credentials_of_the_items_served_are_not_kept_for_the_life_of_the_process(
+    hosted: Callable[..., Hosted], running: Callable[..., Running], tmp_path: Path
+) -> None:
+    """Each polled item's secret and sessions token are masked in every message while it is
+    served; once it is done (its token stopped or left to run out), the redactor lets them
+    go - else a long-running worker holds one set per session and scans them all for every
+    message it writes."""
+    from req_managed_agents.transport import _redact
+
+    world = hosted()
+    agent = world.agent(SCRIPT)
+    worker = running(world, tmp_path, handler=FileTools(tmp_path), max_sessions=1)
+    first = world.session(agent)
+    assert world.emulator.wait_until(lambda: len(worker.reports) == 1, 15)
+    held = len(_redact._secrets)
+    for _ in range(5):
+        world.session(agent)
+    assert world.emulator.wait_until(lambda: len(worker.reports) == 6, 30)
+    assert worker.outcomes(first) == ["stopped"]
+    assert len(_redact._secrets) == held
