@@ -11,6 +11,14 @@ delivered prompt never sent again and its finished tools never run again (the le
 beside the output, in ``<output>.state``, unless a ``ledger`` is given). A prompt without an
 id is named by its content, so inserting a prompt never renames the others.
 
+The ledger keeps nothing of a prompt that succeeded. Its line is written, flushed and fsynced,
+and only then are its session's tool calls (all answered) and its key's binding forgotten (a
+key given in the prompt's own options is the user's, and stays bound). A kill anywhere is
+safe: before the line is whole, the prompt is not done, and the next run continues its
+session through the binding still there; after it, the prompt is done, the next run skips it
+and clears whatever the killed run had not forgotten yet. A prompt that failed keeps both,
+for the next run to continue it.
+
 A rate limit the HTTP layer could not wait out pauses the whole pool - every worker, not just
 the one that hit it - for the server's ``retry-after`` (up to a minute; a longer one fails
 the prompt) or a growing backoff, then the prompt goes on in the same session. Ctrl-C ends
@@ -22,6 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import sys
 import threading
 import time
@@ -32,11 +42,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from req_managed_agents.drivers._ledger import ToolLedger
-from req_managed_agents.errors import ConfigurationError, RateLimitError
+from req_managed_agents.errors import ConfigurationError, ManagedAgentsError, RateLimitError
 from req_managed_agents.model._vocabulary import SessionResult
 from req_managed_agents.stores import FileStore
 from req_managed_agents.tools._handler import Handler, describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["BatchItem", "BatchOutcome", "content_id", "read_prompts", "run_batch"]
 
@@ -46,6 +57,7 @@ __all__ = ["BatchItem", "BatchOutcome", "content_id", "read_prompts", "run_batch
 RATE_LIMITED = RetryPolicy(max_retries=5, base=2.0, cap=60.0, max_retry_after=60.0)
 # How often a paused worker looks whether the pool may resume.
 POOL_PAUSE_POLL = RetryPolicy.poll(1.0)
+_log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ class BatchOutcome:
 
 
 Runner = Callable[[BatchItem], SessionResult]
+LetGo = Callable[[BatchItem, "str | None"], None]
 
 
 def read_prompts(path: str | Path) -> list[BatchItem]:
@@ -165,11 +178,30 @@ def run_batch(
     done = _read_output(output) if output is not None else {}
     todo = [item for item in items if item.id not in done]
     shown = progress if progress is not None else (sys.stderr if sys.stderr.isatty() else None)
-    batch = _Batch(len(items), len(items) - len(todo), shown, output)
     if options.get("ledger") is None:
         options["ledger"] = ToolLedger(FileStore(f"{output}.state") if output else None)
-    scope = hashlib.sha256(str(Path(output).resolve() if output else id(batch)).encode())
-    namespace = scope.hexdigest()[:12]
+    # A batch without an output is never resumed: its keys name this call only.
+    scope = str(Path(output).resolve()) if output else secrets.token_hex(16)
+    namespace = hashlib.sha256(scope.encode()).hexdigest()[:12]
+
+    def let_go(item: BatchItem, session_id: str | None) -> None:
+        """Forget what the ledger holds of a prompt that succeeded (see the module)."""
+        merged = {**options, **item.options}
+        ledger = merged.get("ledger")
+        if not isinstance(ledger, ToolLedger):
+            return
+        try:
+            if session_id:
+                ledger.forget(session_id)
+            if "idempotency_key" not in merged:
+                ledger.unbind(f"batch:{namespace}:{item.id}")
+        except ManagedAgentsError as exc:  # kept until the ledger's ttl: nothing is lost
+            _log.warning("could not forget the ledger entries of batch item %s: %s", item.id, exc)
+
+    for item in items:  # what a killed run may have left of the prompts done before
+        if item.id in done:
+            let_go(item, done[item.id])
+    batch = _Batch(len(items), len(items) - len(todo), shown, output, let_go)
 
     def run_one(item: BatchItem) -> SessionResult:
         from req_managed_agents.drivers._session import Session
@@ -196,16 +228,22 @@ def run_batch(
     finally:
         pool.shutdown(wait=True)
         batch.close()
-    return [outcomes.get(item.id) or done[item.id] for item in items]
+    return [outcomes.get(item.id) or BatchOutcome(item.id) for item in items]
 
 
 class _Batch:
     """The state the workers share: the pool-wide pause, the output file, the counts."""
 
     def __init__(
-        self, total: int, skipped: int, progress: TextIO | None, output: str | Path | None
+        self,
+        total: int,
+        skipped: int,
+        progress: TextIO | None,
+        output: str | Path | None,
+        let_go: LetGo,
     ) -> None:
         self._lock = threading.Lock()
+        self._let_go = let_go
         self._total = total
         self._finished = skipped
         self._failed = 0
@@ -246,7 +284,21 @@ class _Batch:
                 self._output.write(json.dumps(outcome.record(), ensure_ascii=False) + "\n")
                 self._output.flush()
             self._show()
+        if outcome.result is not None and self._recorded():
+            self._let_go(item, outcome.result.session_id)
         return outcome
+
+    def _recorded(self) -> bool:
+        """Make the lines written so far durable (a flushed line outlives a killed process;
+        fsync makes it outlive the machine too); whether they are."""
+        if self._output is None:
+            return True
+        try:
+            os.fsync(self._output.fileno())
+        except OSError as exc:
+            _log.warning("could not sync the batch output: %s", exc)
+            return False
+        return True
 
     def _attempt(self, item: BatchItem, run_one: Runner) -> BatchOutcome:
         for attempt in range(RATE_LIMITED.max_retries + 1):
@@ -324,14 +376,14 @@ def _open_for_append(path: Path) -> TextIO:
     return output
 
 
-def _read_output(output: str | Path) -> dict[str, BatchOutcome]:
+def _read_output(output: str | Path) -> dict[str, str | None]:
     """The prompts an earlier run of the batch finished well, by the last line for each
     id (a failure, or a cut-off line from a batch killed mid-write, does not count: that
-    prompt goes on)."""
+    prompt goes on), and the session each ran in."""
     path = Path(output)
     if not path.exists():
         return {}
-    done: dict[str, BatchOutcome] = {}
+    done: dict[str, str | None] = {}
     for line in _lines(path):
         try:
             record = json.loads(line)
@@ -340,7 +392,8 @@ def _read_output(output: str | Path) -> dict[str, BatchOutcome]:
         if not isinstance(record, dict) or "id" not in record:
             continue
         if record.get("error") is None:
-            done[str(record["id"])] = BatchOutcome(str(record["id"]))
+            session_id = record.get("session_id")
+            done[str(record["id"])] = session_id if isinstance(session_id, str) else None
         else:
             done.pop(str(record["id"]), None)
     return done

@@ -241,6 +241,14 @@ class ToolLedger:
             self._binding_key(key), dict(before), dict(after), ttl=self.ttl
         )
 
+    def unbind(self, key: str) -> bool:
+        """Let ``key`` name nothing any more, once its run is over and recorded where no
+        retry looks for the key (compare-and-set: a binding moved meanwhile stays); True
+        when this call removed it."""
+        name = self._binding_key(key)
+        found = self._records.get_record(name)
+        return found is not None and self._records.delete_record(name, found)
+
     def _key(self, session_id: str, tool_use_id: str) -> str:
         return f"{self._prefix}:{_escape(session_id)}:{_escape(tool_use_id)}"
 

@@ -79,8 +79,10 @@ class RecordStore(Protocol):
     ``None`` is refused, since ``get_record`` answers ``None`` for "no record". Two values are
     equal when their canonical JSON texts are (sorted keys, no spaces): key order does not
     matter, but ``1``, ``1.0`` and ``true`` differ. ``ttl`` is seconds from the write (``None``:
-    never expires; otherwise a finite number > 0). Records are a namespace of their own:
-    ``get``, ``put``, ``delete`` and ``delete_value`` never see them.
+    never expires; otherwise a finite number > 0). An expired record is let go of whether or
+    not anyone asks for it again: the package's stores sweep them a little at a time, paid
+    for by the writes. Records are a namespace of their own: ``get``, ``put``, ``delete`` and
+    ``delete_value`` never see them.
     """
 
     def add_record(self, key: str, value: Any, *, ttl: float | None = None) -> bool:

@@ -18,10 +18,14 @@ so under the group's lock: re-read, compare, then ``os.replace`` a whole tempora
 unlink. ``delete_records`` unlinks the group's files under its lock, then the lock file, and
 removes the folder: a removed folder takes no new entry, so an add racing with it either
 lands before (and is deleted and counted) or fails to link and starts over in a new folder -
-the folder is never renamed, as an add may already be inside it. Nothing here takes the
-store-wide lock, lists a folder (but the deleted group's) or opens another group's files. The
-folder's file system must support hard links. A crash can leave a temporary file in a group
-folder; it is removed with its group.
+the folder is never renamed, as an add may already be inside it. A lock file removed while
+a caller waited for it (by a deletion, or a sweep) is not held: the caller opens the group's
+lock again, or finds the group gone. Nothing here takes the store-wide lock, and a call lists
+no folder (but a deleted group's) and opens no other group's files - except the few entries
+each add looks at for the sweep (``stores/_file_sweep.py``), which removes expired record files
+and emptied group folders from disk without anyone reading them again. The folder's file
+system must support hard links. A crash can leave a temporary file in a group folder; the
+sweep removes it once it is old, or it goes with its group.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from req_managed_agents.stores._base import (
     record_text,
     strict_json,
 )
+from req_managed_agents.stores._file_sweep import FolderSweep
 from req_managed_agents.stores._fs import (
     discard,
     fsync_directory,
@@ -84,6 +89,11 @@ class FileRecords:
     def __init__(self, records_folder: Path, *, lock_timeout: float) -> None:
         self.records_folder = records_folder
         self.lock_timeout = lock_timeout
+        self._sweep = FolderSweep(
+            records_folder,
+            group_lock=lambda folder: self._group_lock(folder, wait=False),
+            expired=self._gone_or_expired,
+        )
 
     def add_record(self, key: str, value: Any, *, ttl: float | None = None) -> bool:
         """Create ``key`` unless a live record holds it; True when this call created it."""
@@ -93,6 +103,7 @@ class FileRecords:
             for _ in range(_ADD_ATTEMPTS):
                 created = self._try_to_add(key, group, folder, path, body)
                 if created is not None:
+                    self._sweep.step()
                     return created
         raise ProvisioningError(
             f"cannot add the record {key!r} ({path}): its group folder was deleted "
@@ -160,8 +171,9 @@ class FileRecords:
                 os.unlink(folder / ".lock")
                 try:
                     os.rmdir(folder)
-                except OSError as exc:  # a record added meanwhile keeps the folder
-                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                except OSError as exc:  # a record added meanwhile keeps the folder; or
+                    # another caller, locking the lock file made after ours went, removed it
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                         raise
         except OSError as exc:
             raise ProvisioningError(
@@ -290,21 +302,31 @@ class FileRecords:
             named.write(json.dumps(group))
 
     @contextlib.contextmanager
-    def _group_lock(self, folder: Path) -> Iterator[bool]:
+    def _group_lock(self, folder: Path, *, wait: bool = True) -> Iterator[bool]:
         """Hold the group's lock. Yields False, holding nothing that matters, when the group
-        folder is missing or ``delete_records`` removed it before the lock was had."""
+        folder is missing or was removed before the lock was had. A lock file removed while
+        we waited, its folder still there, is opened again (see the module). Without
+        ``wait``, a lock held elsewhere is a ProvisioningError at once."""
         lock_path = folder / ".lock"
-        try:
-            handle = open(lock_path, "a+b", opener=_private)  # noqa: SIM115 - held below
-        except FileNotFoundError:
-            yield False
-            return
-        with handle:
-            lock_file(handle, self.lock_timeout, RECORD_LOCK_POLL)
+        for _ in range(_ADD_ATTEMPTS):
             try:
-                yield _same_file(handle.fileno(), lock_path)
-            finally:
-                unlock_file(handle)
+                handle = open(lock_path, "a+b", opener=_private)  # noqa: SIM115 - held below
+            except FileNotFoundError:
+                break
+            with handle:
+                lock_file(handle, self.lock_timeout if wait else 0.0, RECORD_LOCK_POLL)
+                try:
+                    if _same_file(handle.fileno(), lock_path):
+                        yield True
+                        return
+                finally:
+                    unlock_file(handle)
+        yield False
+
+    def _gone_or_expired(self, path: Path) -> bool:
+        """Whether the record file at ``path`` is gone or expired (the sweep's re-read)."""
+        found = self._read(path.name, path)
+        return found is None or not found.live
 
     def _folder(self, group: str) -> Path:
         return self.records_folder / _digest(group)

@@ -21,6 +21,12 @@ from req_managed_agents.stores._base import (
 
 __all__ = ["MemoryStore"]
 
+# Expired records are swept once the writes since the last sweep reach the number of records
+# that sweep left (and at least this many): each sweep costs one pass over the records, so a
+# write pays O(1) for it, and the records held - live or expired - stay below twice the live
+# ones at the last sweep, plus this.
+SWEEP_AFTER = 64
+
 
 @dataclass(frozen=True)
 class _Record:
@@ -38,6 +44,8 @@ class MemoryStore:
 
     Records (:class:`~req_managed_agents.stores.RecordStore`) have a lock of their own, held
     only for a dictionary step, so a claim never waits for a provision holding ``lock()``.
+    Expired records are dropped when read, and by a sweep the writes pay for (see
+    ``SWEEP_AFTER``), so a record nobody asks for again does not outlive its TTL for long.
     """
 
     def __init__(self) -> None:
@@ -45,6 +53,8 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._groups: dict[str, dict[str, _Record]] = {}
         self._records_lock = threading.Lock()
+        self._writes = 0
+        self._sweep_after = SWEEP_AFTER
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._data)} keys)"
@@ -89,6 +99,7 @@ class MemoryStore:
             if found is not None and found.live(now):
                 return False
             records[key] = _Record(text, None if ttl is None else now + ttl)
+            self._wrote(now)
             return True
 
     def get_record(self, key: str) -> Any:
@@ -117,6 +128,7 @@ class MemoryStore:
             if found is None or not found.live(now) or found.text != old:
                 return False
             records[key] = _Record(text, None if ttl is None else now + ttl)
+            self._wrote(now)
             return True
 
     def delete_record(self, key: str, expected: Any) -> bool:
@@ -137,6 +149,23 @@ class MemoryStore:
             records = self._groups.pop(group, {})
             now = time.monotonic()
             return sum(record.live(now) for record in records.values())
+
+    def _wrote(self, now: float) -> None:
+        """Count a write; sweep when enough were made (the caller holds the records lock)."""
+        self._writes += 1
+        if self._writes < self._sweep_after:
+            return
+        held = 0
+        for group in list(self._groups):
+            records = self._groups[group]
+            for key in [key for key, record in records.items() if not record.live(now)]:
+                del records[key]
+            if records:
+                held += len(records)
+            else:
+                del self._groups[group]
+        self._writes = 0
+        self._sweep_after = max(SWEEP_AFTER, held)
 
     def _forget(self, group: str, key: str) -> None:
         """Drop one record, and its group once empty (the caller holds the records lock)."""

@@ -11,6 +11,10 @@ lock:
 * the group ``g`` is the set ``<prefix>recs:g`` of its records' keys, so ``delete_records``
   finds exactly them without a ``SCAN``. Each write extends the set's expiry to at least its
   record's (or removes it, for a record that never expires), so the set outlives every member.
+  A set in use for longer than its records live (``ledger-runs:``, say) would keep the keys of
+  every record the server expired: each write also looks at :data:`PRUNE` members picked at
+  random and removes those whose record is gone, which holds the dead members to about
+  ``1 / (PRUNE - 1)`` of the live ones at a bounded cost per write.
 
 ``add_record`` creates the key only where no live record holds it (``SET NX``, in the script
 that also adds it to its group). ``replace_record`` and ``delete_record`` compare the stored
@@ -41,21 +45,28 @@ if TYPE_CHECKING:
     from redis import Redis
     from redis.commands.core import Script
 
-__all__ = ["DELETED_TTL", "RedisRecords"]
+__all__ = ["DELETED_TTL", "PRUNE", "RedisRecords"]
 
 # How long a deleted record's nonce stays, in ms: longer than redis-py's retries of one call.
 DELETED_TTL = 120_000
 _NONCE = 32  # characters of hex
 _BATCH = 500  # records per step of delete_records
+PRUNE = 4
+"""Members of a group's set each write looks at, removing those whose record is gone."""
 
-# Lua helpers: write a record, and add it to its group keeping the set's expiry >= its own.
-_HELPERS = """
+# Lua helpers: write a record, and add it to its group keeping the set's expiry >= its own
+# (pruning a few members whose records are gone).
+_HELPERS = f"""
+local PRUNE = {PRUNE}
 local function write(record, text, ttl)
   if ttl == 0 then return redis.call('set', record, text) end
   return redis.call('set', record, text, 'PX', ttl)
 end
 local function track(group, record, ttl)
-  local fresh = redis.call('exists', group) == 0
+  for _, member in ipairs(redis.call('srandmember', group, PRUNE)) do
+    if redis.call('exists', member) == 0 then redis.call('srem', group, member) end
+  end
+  local fresh = redis.call('exists', group) == 0  -- pruned empty, the set is gone
   redis.call('sadd', group, record)
   if ttl == 0 then return redis.call('persist', group) end
   local left = redis.call('pttl', group)

@@ -53,6 +53,17 @@ def register_secret(value: str) -> None:
         _secrets = tuple(sorted(set(_secrets) | spellings, key=len, reverse=True))
 
 
+def forget_secret(value: str) -> None:
+    """Stop masking ``value``, a credential this process holds no more (a work item's token
+    once its item is done): a long-running process would otherwise keep - and scan, in every
+    :func:`redact` - one per item for its whole life. Another holder of the same value must
+    register it again."""
+    global _secrets
+    spellings = _spellings(value)
+    with _lock:
+        _secrets = tuple(secret for secret in _secrets if secret not in spellings)
+
+
 def redact(text: str) -> str:
     """Return ``text`` with every known secret and key-shaped token replaced by a mask."""
     for secret in _secrets:

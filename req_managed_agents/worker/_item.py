@@ -19,6 +19,20 @@ How it ends is a :class:`WorkItemReport`:
 * ``lease_lost``: another worker may hold the item; its session was detached (running tools
   told to stop) and the item left alone;
 * ``failed``: it could not be claimed or served; the log says why.
+
+**What is kept.** A session's tool ledger entries are what lets the next worker resuming it run
+no call twice, so they are forgotten only when no worker can need them - judged from a look at
+the session taken after serving it, before its item is stopped:
+
+* it ended (terminated, archived, deleted): nothing more happens in it, so its entries are
+  forgotten and its folder removed;
+* it is idle, waiting on nothing of ours, and our lease is secure (see ``Lease.secure``): every
+  call it made was answered, which no resuming worker asks about again, and while we hold the
+  item no other worker serves the session, so nobody claims a new call until the entries are
+  gone. Its folder stays: a later turn, served from a new item, works in it;
+* anything else - left to its lease, a lost lease, a wait this worker could not answer (an
+  unfinished call under ``on_unfinished="raise"``), a session we could not look at - keeps
+  every entry until the ledger's ttl.
 """
 
 from __future__ import annotations
@@ -39,11 +53,12 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+from req_managed_agents.providers.claude.api._work import sessions_token
 from req_managed_agents.tools._handler import describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger
+from req_managed_agents.transport._redact import forget_secret, get_logger
 from req_managed_agents.worker._activity import ACTIVITY_POLL, SessionLook, look_at
-from req_managed_agents.worker._folders import session_folder
+from req_managed_agents.worker._folders import remove_session_folder, session_folder
 from req_managed_agents.worker._handler import ToolRouter, route_tools
 from req_managed_agents.worker._lease import ClaimFailed, Lease, LeaseEnd, stop_item
 from req_managed_agents.worker._settings import WorkerSettings
@@ -138,7 +153,19 @@ class ItemServer:
             {"duration": report.duration, "runs": report.runs, "tool_calls": report.tool_calls},
             {**self._tags, "outcome": outcome, "detail": detail},
         )
+        self._forget_credentials()
         return report
+
+    def _forget_credentials(self) -> None:
+        """Let the redactor go of the item's secret and token: nothing here uses them any
+        more, and a worker serving sessions for months would hold one pair per item."""
+        secret = self._item.get("secret")
+        if not isinstance(secret, str) or not secret:
+            return
+        token = sessions_token(secret)
+        forget_secret(secret)
+        if token is not None:
+            forget_secret(token.reveal())
 
     def _serve(self) -> tuple[ItemOutcome, str]:
         try:
@@ -156,14 +183,18 @@ class ItemServer:
         try:
             lease.claim()
         except ClaimFailed as failed:
+            if lease.end == "shutdown":  # its session ended before it was claimed
+                self._let_go_of_session(client, lease)
             if failed.stop:
                 stop_item(client, self._settings.environment_id, self.work_id, self._tags)
-            if lease.end == "shutdown":  # its session ended before it was claimed
+            if lease.end == "shutdown":
                 return "skipped", failed.reason
             return "failed", f"not claimed: {failed.reason}"
         self._lease = lease
         try:
             outcome, detail = self._serve_session(client)
+            if outcome in ("stopped", "skipped"):
+                self._let_go_of_session(client, lease)
         except Exception as exc:  # a defect: stopped like any item we let go of
             _log.error("work item %s: serving failed", self.work_id, exc_info=True)
             outcome, detail = "failed", describe_exception(exc)
@@ -174,6 +205,35 @@ class ItemServer:
         if outcome != "left":
             stop_item(client, self._settings.environment_id, self.work_id, self._tags)
         return outcome, detail
+
+    def _let_go_of_session(self, client: ClaudeClient, lease: Lease) -> None:
+        """Forget the session's ledger entries, and remove its folder, when no worker can
+        need them any more (see the module); a failure is logged, never raised."""
+        session_id = self.session_id
+        if session_id is None:
+            return
+        look = self._look(client, session_id)
+        over = look is not None and look.ended
+        answered = (
+            look is not None
+            and look.status == "idle"
+            and not look.waits_on_us
+            and lease.secure()
+            and not self._token_refused
+        )
+        if not (over or answered):
+            return
+        try:
+            self._settings.ledger.forget(session_id)
+            if over:
+                remove_session_folder(self._settings.workdir, session_id)
+        except (ManagedAgentsError, OSError) as exc:
+            _log.warning(
+                "work item %s: could not clean up after session %s: %s",
+                self.work_id,
+                session_id,
+                describe_exception(exc),
+            )
 
     def _lease_ended(self, end: LeaseEnd, reason: str) -> None:
         _log.info("work item %s: lease ended (%s: %s)", self.work_id, end, reason)

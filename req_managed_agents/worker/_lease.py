@@ -253,6 +253,12 @@ class Lease:
     def _expired(self) -> bool:
         return time.monotonic() >= self._expires_at
 
+    def secure(self) -> bool:
+        """Whether the lease is ours with at least a quarter of its ttl to go, as far as we
+        know: until then the item cannot be handed to another worker."""
+        left = self._expires_at - time.monotonic()
+        return self.end is None and not self._released.is_set() and left >= self.ttl / 4
+
     def _record(self, answer: Mapping[str, Any], sent_at: float) -> None:
         if not answer.get("lease_extended", True) or answer.get("state") in (
             "stopping",

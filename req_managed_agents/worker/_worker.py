@@ -71,8 +71,10 @@ class EnvironmentWorker:
     :class:`~req_managed_agents.toolset.AgentToolset` with ``sandbox``, ``network`` and
     ``limits``, whose bwrap sandbox is tried once, here); every other call goes to
     ``handler`` (an unknown-tool error without one), whose ``handle_event`` and
-    ``handle_confirmation`` hooks apply too. When the session has been idle
-    ``idle_grace`` seconds, or ends, its item is stopped.
+    ``handle_confirmation`` hooks apply too. When the session has been idle ``idle_grace``
+    seconds, or ends, its item is stopped, and what it left behind goes: its ledger entries
+    (every call was answered) and, once the session ended, its folder. A session left
+    mid-turn keeps both for the worker that resumes it.
 
     ``environment_key`` (default: ``ANTHROPIC_ENVIRONMENT_KEY``) authorizes the polls;
     ``provider`` (a :class:`ClaudeManagedAgents`) gives the URL, timeouts and connection

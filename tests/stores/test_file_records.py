@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents.errors import ProvisioningError
-from req_managed_agents.stores import FileStore
+from req_managed_agents.stores import FileStore, _file_sweep
 from req_managed_agents.stores._file_records import FileRecords
 
 POSIX_MODES = pytest.mark.skipif(sys.platform == "win32", reason="Windows has no such mode bits")
@@ -123,6 +123,8 @@ def test_one_call_touches_only_its_own_group_however_many_records_exist(
         raise AssertionError("a record call listed a folder")
 
     with monkeypatch.context() as watched:
+        # Apart from the few entries each add looks at for the sweep (test_sweeps.py).
+        watched.setattr(_file_sweep, "SWEEP_STEP", 0)
         watched.setattr(os, "scandir", no_listing)
         watched.setattr(os, "listdir", no_listing)
         assert store.add_record("ledger:s7:new", "v") is True
@@ -160,8 +162,9 @@ CORRUPT = {
 @pytest.mark.parametrize("content", list(CORRUPT.values()), ids=list(CORRUPT))
 @pytest.mark.parametrize("operation", ["get", "add", "replace", "delete"])
 def test_a_corrupt_record_file_is_an_error_naming_it_and_is_kept(
-    tmp_path: Path, content: bytes, operation: str
+    tmp_path: Path, content: bytes, operation: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(_file_sweep, "SWEEP_STEP", 0)  # the add's sweep could take it early
     store = FileStore(tmp_path / "store.json")
     store.add_record("ledger:s1:c1", "v", ttl=0.05)  # expired: an add would replace it
     path = record_file(store, "ledger:s1:c1")

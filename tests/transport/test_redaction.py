@@ -32,6 +32,21 @@ def test_registered_secrets_are_masked_in_any_text() -> None:
     assert redact("token=unusual-credential-value-42;") == f"token={MASK};"
 
 
+def test_a_forgotten_secret_is_no_longer_held_and_can_be_registered_again() -> None:
+    from req_managed_agents.transport import _redact
+
+    value = "sesstok_forgotten-after-its-item-7"
+    Secret(value)
+    Secret("another-credential-still-held-8")
+    held = len(_redact._secrets)
+    _redact.forget_secret(value)
+    assert len(_redact._secrets) == held - 1
+    assert redact(f"a={value}") == f"a={value}"
+    assert redact("b=another-credential-still-held-8") == f"b={MASK}"
+    Secret(value)
+    assert redact(f"a={value}") == f"a={MASK}"
+
+
 def test_key_shaped_text_is_masked_even_if_never_registered() -> None:
     text = "key sk-ant-api03-neverseen00000 and AKIAABCDEFGHIJKLMNOP here"
     assert redact(text) == f"key {MASK} and {MASK} here"
