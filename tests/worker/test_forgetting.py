@@ -17,6 +17,7 @@ import pytest
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.stores import FileStore
 from req_managed_agents.testing import Turn, call
+from tests.support.ledger import claim_and_die
 from tests.worker.conftest import FileTools, Hosted, Running, lines
 
 pytestmark = pytest.mark.filterwarnings("ignore::req_managed_agents.toolset.UnsandboxedWarning")
@@ -138,11 +139,12 @@ def test_a_call_left_unfinished_elsewhere_keeps_its_entry_when_the_item_stops(
     (``on_unfinished="raise"``), so the session waits on it when the item is let go. The
     claim stays: forgetting it would let the next worker run the call a second time."""
     world = hosted()
-    ledger = ToolLedger()
+    store = tmp_path / "ledger.json"
+    ledger = ToolLedger(FileStore(store))
     session_id = world.session(world.agent([Turn(tool_calls=[call("count", label="x")])]))
     assert world.emulator.wait_until(lambda: bool(call_ids(world, session_id)), 15)
     (call_id,) = call_ids(world, session_id)
-    assert ledger.claim(session_id, call_id) is None  # the dead worker's claim
+    claim_and_die(store, session_id, call_id)  # the dead worker's claim
     worker = running(
         world, tmp_path, handler=FileTools(tmp_path), ledger=ledger, on_unfinished="raise"
     )
