@@ -30,7 +30,8 @@ class Finished:
     def error_line(self) -> str:
         """The one ``rma: MESSAGE (hint: HINT)`` line of standard error."""
         lines = self.err.splitlines()
-        assert len(lines) == 1 and lines[0].startswith("rma: "), self.err
+        assert len(lines) == 1, self.err
+        assert lines[0].startswith("rma: "), self.err
         assert "(hint: " in lines[0], self.err
         return lines[0]
 
