@@ -30,7 +30,7 @@ CONFIG = f"""\
 [profile ok]
 region = eu-west-1
 [profile partial]
-aws_secret_access_key = {SECRET}
+aws_access_key_id = {KEY_ID}
 [profile orphan]
 role_arn = arn:aws:iam::123456789012:role/Reader
 source_profile = gone
@@ -142,7 +142,7 @@ def test_a_missing_profile_without_a_region_is_the_same_error(
 @pytest.mark.parametrize(
     ("profile", "says"),
     [
-        ("partial", "missing: aws_access_key_id"),
+        ("partial", "missing: aws_secret_access_key"),
         ("orphan", 'source_profile "gone"'),
         ("loop_a", "Infinite loop"),
         ("odd_source", 'credential source "Nowhere"'),

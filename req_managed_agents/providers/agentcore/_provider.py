@@ -98,7 +98,7 @@ class BedrockAgentCore:
             raise ConfigurationError("timeout and idle_timeout must be positive")
         botocore = load_botocore()
         aws_credentials, session = resolve_credentials(credentials, profile, botocore)
-        resolved_region = resolve_region(region, session)
+        resolved_region = resolve_region(region, session, profile, botocore)
         data_url = text_setting(
             endpoint_url,
             "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE",

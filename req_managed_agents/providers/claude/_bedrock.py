@@ -126,7 +126,7 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
         else:
             botocore = load_botocore()
             aws_credentials, session = resolve_credentials(credentials, profile, botocore)
-            resolved = resolve_region(region, session)
+            resolved = resolve_region(region, session, profile, botocore)
             signer = AwsSigner(aws_credentials, resolved, botocore, SIGNING_NAME)
         if not _REGION.fullmatch(resolved):
             raise ConfigurationError(f"not an AWS region name: {resolved!r}")
