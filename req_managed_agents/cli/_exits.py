@@ -141,12 +141,14 @@ _CREDENTIALS = {
     "openai": "OPENAI_API_KEY",
     "claude-bedrock": "the AWS credentials (--profile, AWS_PROFILE) or AWS_BEARER_TOKEN_BEDROCK",
     "agentcore": "the AWS credentials (--profile, AWS_PROFILE)",
+    "worker": "ANTHROPIC_ENVIRONMENT_KEY or --environment-key-file",
 }
 _ENDPOINTS = {
     "claude": "ANTHROPIC_BASE_URL",
     "openai": "OPENAI_BASE_URL",
     "claude-bedrock": "ANTHROPIC_BEDROCK_BASE_URL",
     "agentcore": "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL",
+    "worker": "ANTHROPIC_BASE_URL",
 }
 # An OSError about a path given on the command line is a usage error; others are failures.
 _PATH_ERRORS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM})
@@ -198,7 +200,8 @@ def resumable(exc: BaseException) -> bool:
 
 def describe(exc: BaseException, command: str, provider: str, resume: str | None = None) -> Failure:
     """The exit status, message and hint of ``exc``, which ended ``command`` (``rma run``)
-    talking to ``provider`` (``claude``, ``openai``, ``claude-bedrock``, ``agentcore``);
+    talking to ``provider`` (``claude``, ``openai``, ``claude-bedrock``, ``agentcore``, or
+    ``worker`` for a self-hosted environment's worker);
     ``resume`` is the command line that continues the session, when one does."""
     failure = _describe(exc, command, provider, resume)
     return replace(failure, message=in_flag_terms(failure.message))

@@ -27,7 +27,7 @@ from req_managed_agents.cli._exits import EXIT_STATUS_HELP, Failure, describe, i
 __all__ = ["build_parser", "in_flag_terms", "main"]
 
 # The provider a command talks to when it has no --provider flag (for its hints).
-_COMMAND_PROVIDERS = {"harnesses": "agentcore"}
+_COMMAND_PROVIDERS = {"harnesses": "agentcore", "worker": "worker"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -233,3 +233,14 @@ def test_a_turn_that_may_have_run_offers_to_continue_with_a_new_prompt(
     assert result["resume"] == resume
     assert f"check, then {resume} PROMPT" in done.error_line()
     assert len(agentcore_env.invocations) == 1, "not sent again"
+
+
+def test_a_worker_without_its_key_names_the_key_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_ENVIRONMENT_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-not-the-one")
+    argv = ["worker", "--environment-id", "env_1", "--workdir", str(tmp_path)]
+    line = fails(capsys, 3, *argv)
+    assert "credentials: ANTHROPIC_ENVIRONMENT_KEY or --environment-key-file" in line
+    assert "ANTHROPIC_API_KEY" not in line

@@ -326,6 +326,10 @@ CLAUDE = ["--agent-id", "a", "--environment-id", "e"]
             ["--provider", "agentcore", "--harness-arn", ARN, "--title", "t", "Hi"],
             "--title is a Claude option",
         ),
+        (
+            ["--provider", "agentcore", "--harness-arn", ARN, "--working-directory", "/x", "Hi"],
+            "--working-directory is a Claude option",
+        ),
         (["--provider", "agentcore", "Hi"], "--provider agentcore needs --harness-arn"),
         (
             ["--provider", "agentcore", "--harness-arn", ARN, "--region", "eu-west-1", "Hi"],
