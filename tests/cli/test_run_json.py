@@ -60,7 +60,7 @@ def test_a_timeout_prints_the_session_and_the_command_that_resumes_it(
     claude: ClaudeEmulator,
 ) -> None:
     done = rma_process(
-        "run", *new_session(claude, [Turn(text="slow", delay=20)]), "--timeout", "1", "--json", "Go"
+        "run", *new_session(claude, [Turn(text="slow", delay=20)]), "--timeout", "2", "--json", "Go"
     )
     assert done.code == 124, done.err
     result = done.json()
@@ -69,7 +69,7 @@ def test_a_timeout_prints_the_session_and_the_command_that_resumes_it(
     assert result["session_id"] == session_id
     assert (result["terminal"], result["stop_reason"], result["text"]) == (None, None, None)
     assert result["error"]["type"] == "SessionTimeoutError"
-    assert result["error"]["message"].startswith("the session did not finish within 1 s")
+    assert result["error"]["message"].startswith("the session did not finish within 2 s")
     assert result["resume"] == f"rma run --session-id {session_id}"
     assert result["resume"] in done.error_line()
 
@@ -77,7 +77,7 @@ def test_a_timeout_prints_the_session_and_the_command_that_resumes_it(
 def test_an_agentcore_timeout_resumes_on_the_same_harness(agentcore_env: Any) -> None:
     arn = agentcore_env.add_harness([ConverseTurn(text="slow", delay=5)])
     done = rma_process(
-        "run", "--provider", "agentcore", "--harness-arn", arn, "--timeout", "1", "--json", "Go"
+        "run", "--provider", "agentcore", "--harness-arn", arn, "--timeout", "2", "--json", "Go"
     )
     assert done.code == 124, done.err
     result = done.json()
