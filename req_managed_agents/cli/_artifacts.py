@@ -15,6 +15,7 @@ from typing import Any, BinaryIO, TextIO
 from req_managed_agents.cli._common import (
     PROVIDERS,
     CliError,
+    add_profile_flag,
     harness_region,
     open_provider,
     print_json,
@@ -40,6 +41,7 @@ def add_command(commands: Any) -> None:
     common.add_argument(
         "--region", help="AgentCore: must match the ARN's region, which is used (default: it)"
     )
+    add_profile_flag(common)
     actions.add_parser(
         "list",
         parents=[common],
@@ -64,7 +66,7 @@ def run_command(
     """Run ``rma artifacts``; returns the exit code."""
     out = out if out is not None else sys.stdout
     region = _check_flags(args)
-    with open_provider(args.provider, region) as provider:
+    with open_provider(args.provider, region, args.profile) as provider:
         store = _store(args, provider)
         if args.action == "list":
             listing = [
@@ -100,7 +102,7 @@ def _check_flags(args: argparse.Namespace) -> str | None:
     if args.provider == "claude":
         refuse(
             args,
-            ["harness_arn", "mount", "region"],
+            ["harness_arn", "mount", "region", "profile"],
             "is an AgentCore option; it needs --provider agentcore",
             "add --provider agentcore, or drop it for a Claude session",
         )

@@ -16,11 +16,10 @@ from req_managed_agents.cli._common import (
     EXIT_OK,
     EXIT_STATUS_HELP,
     CliError,
-    harness_region,
     open_provider,
     positive_int,
 )
-from req_managed_agents.cli._connect import add_connection_flags, connect_options
+from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
 from req_managed_agents.cli._run import load_handler
 from req_managed_agents.tools._registry import Tools
 
@@ -77,9 +76,8 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
     except ConfigurationError as exc:
         raise CliError(str(exc), hint="rma batch --help describes the input") from None
     handler = load_handler(args.tools) if args.tools else Tools()
-    region = harness_region(args.harness_arn, args.region) if args.harness_arn else args.region
     shown = err if err is not None else (sys.stderr if sys.stderr.isatty() else None)
-    with open_provider(args.provider, region) as provider:
+    with open_provider(args.provider, aws_region(args), args.profile) as provider:
         outcomes = run_batch(
             provider,
             items,

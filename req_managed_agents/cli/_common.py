@@ -1,5 +1,6 @@
-"""What every ``rma`` command shares: exit codes, the one-line error, the argument parser,
-flag value types and the checks that refuse flags which do not apply.
+"""What every ``rma`` command shares: exit codes and the one-line error (from
+:mod:`~req_managed_agents.cli._exits`), the argument parser, flag value types and the checks
+that refuse flags which do not apply.
 
 Nothing here imports ``requests`` or a provider, so building the parser stays cheap.
 """
@@ -14,7 +15,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from req_managed_agents.cli._exits import (
+    EXIT_API,
+    EXIT_BROKEN_PIPE,
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    CliError,
+)
+
 __all__ = [
+    "AWS_PROVIDERS",
     "EXIT_API",
     "EXIT_BROKEN_PIPE",
     "EXIT_CONFIG",
@@ -29,6 +44,7 @@ __all__ = [
     "CliError",
     "HelpFormatter",
     "Parser",
+    "add_profile_flag",
     "existing_store",
     "flag",
     "given",
@@ -40,46 +56,13 @@ __all__ = [
     "positive_seconds",
     "print_json",
     "refuse",
+    "sandbox_region",
 ]
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_CONFIG = 3
-EXIT_API = 4
-EXIT_TIMEOUT = 124  # as timeout(1) reports a command it stopped
-EXIT_INTERRUPTED = 130  # what shells report for a command stopped by Ctrl-C (128 + SIGINT)
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 PROVIDERS = ("claude", "agentcore")
 # rma run, batch, provision and teardown also drive Claude on Amazon Bedrock and OpenAI.
 RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock", "openai")
-
-EXIT_STATUS_HELP = """\
-exit status:
-  0    success (rma run, rma demo: the agent ended its turn, end_turn)
-  1    the run ended otherwise (terminated, max turns), or the command failed
-       (an unknown tag or handle, a missing artifact, a provisioning failure)
-  2    usage error: bad, missing or conflicting flags, or a file named on the
-       command line (spec, store, --tools module) that is missing or invalid
-  3    configuration error: no credentials, no region, a missing extra, or a
-       setting the library refuses
-  4    the provider or the network failed: an API error, an unreachable
-       endpoint, a broken stream
-  124  --timeout passed (rma run: the remote turn goes on; --session-id resumes it)
-  130  interrupted by Ctrl-C (a running turn is stopped remotely too)
-  141  the reader of the output went away (rma ... | head)
-"""
-
-
-class CliError(Exception):
-    """A failure reported as one ``rma: MESSAGE (hint: HINT)`` line and exit ``code``."""
-
-    def __init__(self, message: str, *, hint: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.code = code
+AWS_PROVIDERS = ("agentcore", "claude-bedrock")
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -204,22 +187,60 @@ def harness_region(arn: str, region: str | None) -> str:
     return arn_region
 
 
-def existing_store(path: Path) -> Any:
-    """The ``FileStore`` at ``path``, which must exist: a mistyped path would otherwise read
-    as an empty store (every tag unknown, nothing to tear down, nothing tagged to keep)."""
-    if not path.exists():
+# The region an AWS ARN names (its fourth field).
+_ARN_REGION = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:([a-z0-9-]+):")
+
+
+def sandbox_region(arn: str, region: str | None) -> str | None:
+    """The region of a Bedrock agent's sandbox ARN (else ``region``); a ``--region`` naming
+    another one contradicts it (the agent lives where its sandbox does)."""
+    match = _ARN_REGION.match(arn)
+    if match is None:
+        return region
+    if region is not None and region != match.group(1):
+        raise CliError(
+            f"--region {region} contradicts the sandbox ARN, which is in {match.group(1)}",
+            hint="drop --region: the region of the ARN is used",
+        )
+    return match.group(1)
+
+
+def existing_store(path: Path, *, must_exist: bool = True) -> Any:
+    """The ``FileStore`` at ``path``, read once so a corrupt file is named as the command
+    line's mistake. It must exist unless ``must_exist`` is false (``rma provision`` makes
+    it): a mistyped path would otherwise read as an empty store (every tag unknown, nothing
+    to tear down, nothing tagged to keep)."""
+    if must_exist and not path.exists():
         raise CliError(
             f"the store {path} does not exist",
             hint="check --store; rma provision creates a store, the other commands read one",
         )
+    from req_managed_agents.errors import ProvisioningError
     from req_managed_agents.provisioner import FileStore
 
-    return FileStore(path)
+    store = FileStore(path)
+    try:
+        store._read()  # FileStore has no public whole read; a bad file fails here
+    except ProvisioningError as exc:
+        raise CliError(
+            str(exc), hint="check --store: it names the JSON file rma provision writes"
+        ) from None
+    return store
 
 
-def open_provider(kind: str, region: str | None = None) -> Any:
-    """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain,
-    ``AWS_BEARER_TOKEN_BEDROCK``, ``OPENAI_API_KEY``)."""
+def add_profile_flag(parser: argparse._ActionsContainer) -> None:
+    """``--profile``, for the commands that reach AWS."""
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="AgentCore and claude-bedrock: the AWS profile whose credentials and region are "
+        "used (default: AWS_PROFILE, else the default profile)",
+    )
+
+
+def open_provider(kind: str, region: str | None = None, profile: str | None = None) -> Any:
+    """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain
+    or ``profile``, ``AWS_BEARER_TOKEN_BEDROCK``, ``OPENAI_API_KEY``)."""
     if kind == "openai":
         from req_managed_agents.providers import OpenAIAgents
 
@@ -227,11 +248,11 @@ def open_provider(kind: str, region: str | None = None) -> Any:
     if kind == "agentcore":
         from req_managed_agents.providers import BedrockAgentCore
 
-        return BedrockAgentCore(region)
+        return BedrockAgentCore(region, profile=profile)
     if kind == "claude-bedrock":
         from req_managed_agents.providers import ClaudeManagedAgentsBedrock
 
-        return ClaudeManagedAgentsBedrock(region)
+        return ClaudeManagedAgentsBedrock(region, profile=profile)
     from req_managed_agents.providers import ClaudeManagedAgents
 
     return ClaudeManagedAgents()

@@ -11,12 +11,15 @@ from typing import Any
 from req_managed_agents.cli._common import (
     RUN_PROVIDERS,
     CliError,
+    add_profile_flag,
+    harness_region,
     positive_int,
     positive_seconds,
     refuse,
+    sandbox_region,
 )
 
-__all__ = ["DEFAULT_TIMEOUT", "add_connection_flags", "connect_options"]
+__all__ = ["DEFAULT_TIMEOUT", "add_connection_flags", "aws_region", "connect_options"]
 
 DEFAULT_TIMEOUT = 600.0
 _CLAUDE_FLAGS = (
@@ -27,7 +30,8 @@ _CLAUDE_FLAGS = (
     "session_metadata",
     "agent_version",
 )
-_AGENTCORE_FLAGS = ("harness_arn", "region")
+_AWS_FLAGS = ("region", "profile")
+_AWS_ONLY = "is an AWS option; it needs --provider agentcore or claude-bedrock"
 _BEDROCK_FLAGS = ("working_directory", "execution_role_arn")
 _OPENAI_FLAGS = ("environment", "spend_limit")
 # The Claude flags an OpenAI session does not take.
@@ -76,7 +80,7 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     )
     bedrock = parser.add_argument_group(
         "Claude on Amazon Bedrock (--provider claude-bedrock; the Claude flags but --vault-id, "
-        "--environment-id being a sandbox ARN, and --region)"
+        "--environment-id being a sandbox ARN, and the AWS flags)"
     )
     bedrock.add_argument(
         "--working-directory", metavar="PATH", help="where the built-in tools start (absolute)"
@@ -99,10 +103,25 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
     )
     agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
     agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
-    agentcore.add_argument(
+    aws = parser.add_argument_group("AWS (--provider agentcore or claude-bedrock)")
+    aws.add_argument(
         "--region",
-        help="must match the harness ARN's region, which is used (default: the ARN's)",
+        help="must match the region of the harness ARN or sandbox ARN, which is used "
+        "(default: the ARN's; continuing a claude-bedrock session: AWS_REGION, then the "
+        "profile's)",
     )
+    add_profile_flag(aws)
+
+
+def aws_region(args: argparse.Namespace) -> str | None:
+    """The region a run goes to: the harness ARN's (AgentCore) or the sandbox ARN's (Claude
+    on Bedrock), which ``--region`` may repeat but not contradict; else ``--region``."""
+    if args.provider == "agentcore" and args.harness_arn:
+        return harness_region(args.harness_arn, args.region)
+    if args.provider == "claude-bedrock" and args.environment_id:
+        return sandbox_region(args.environment_id, args.region)
+    region: str | None = args.region
+    return region
 
 
 def connect_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,10 +129,11 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.provider == "openai":
         return _openai_options(args)
     refuse(args, _OPENAI_FLAGS, "needs --provider openai", "add --provider openai, or drop it")
+    aws_region(args)  # a --region the ARN contradicts is refused before anything is sent
     if args.provider == "agentcore":
         refuse(
             args,
-            _CLAUDE_FLAGS,
+            (*_CLAUDE_FLAGS, *_BEDROCK_FLAGS),
             "is a Claude option; it does not apply with --provider agentcore",
             "drop it, or use --provider claude",
         )
@@ -138,7 +158,8 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
             "drop it",
         )
     else:
-        refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
+        refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
+        refuse(args, _AWS_FLAGS, _AWS_ONLY, "add --provider agentcore or claude-bedrock")
         refuse(
             args,
             _BEDROCK_FLAGS,
@@ -206,7 +227,8 @@ def _metadata(pairs: list[str]) -> dict[str, str]:
 
 
 def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
-    refuse(args, _AGENTCORE_FLAGS, "needs --provider agentcore", "add --provider agentcore")
+    refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
+    refuse(args, _AWS_FLAGS, _AWS_ONLY, "drop it: OpenAI is not on AWS")
     refuse(args, _BEDROCK_FLAGS, "needs --provider claude-bedrock", "drop it")
     refuse(
         args,

@@ -18,7 +18,14 @@ import sys
 import time
 from typing import Any, TextIO
 
-from req_managed_agents.cli._common import EXIT_FAILED, EXIT_OK, CliError, open_provider, print_json
+from req_managed_agents.cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliError,
+    add_profile_flag,
+    open_provider,
+    print_json,
+)
 from req_managed_agents.errors import ConflictError, NotFoundError
 from req_managed_agents.transport._backoff import RetryPolicy
 
@@ -37,6 +44,7 @@ def add_command(commands: Any) -> None:
     actions = harnesses.add_subparsers(dest="action", metavar="ACTION", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--region", help="the AWS region (default: the AWS configuration's)")
+    add_profile_flag(common)
     listing = actions.add_parser(
         "list",
         parents=[common],
@@ -66,7 +74,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     matches = _matcher(args.prefix)
     if args.action == "sweep" and not args.timeout > 0:
         raise CliError("--timeout must be positive", hint="rma harnesses sweep --timeout 120")
-    with open_provider("agentcore", args.region) as provider:
+    with open_provider("agentcore", args.region, args.profile) as provider:
         client = provider.client
         found = [h for h in client.list_harnesses() if matches(str(h.get("harnessName", "")))]
         if args.action == "list":

@@ -1,72 +1,33 @@
 """``rma``: the command-line entry point (argparse only, so it starts fast).
 
 Every failure ends the same way: one ``rma: MESSAGE (hint: HINT)`` line on standard error
-and an exit status from :data:`~req_managed_agents.cli._common.EXIT_STATUS_HELP`, never a
-traceback. The library's messages speak of Python arguments (``agent_id=``); here they are
-put in terms of flags and environment variables first.
+and an exit status from :data:`~req_managed_agents.cli._exits.EXIT_STATUSES` (the README's
+table), never a traceback; :func:`~req_managed_agents.cli._exits.describe` decides which.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import sys
 from collections.abc import Sequence
 
 from req_managed_agents import __version__
 from req_managed_agents.cli._common import (
-    EXIT_API,
     EXIT_BROKEN_PIPE,
-    EXIT_CONFIG,
-    EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_STATUS_HELP,
-    EXIT_TIMEOUT,
     CliError,
     Parser,
 )
-from req_managed_agents.errors import (
-    APIError,
-    ArtifactNotFoundError,
-    AuthenticationError,
-    ConfigurationError,
-    ManagedAgentsError,
-    MissingDependencyError,
-    NotFoundError,
-    ProviderStreamError,
-    RateLimitError,
-    ServerError,
-    SessionTimeoutError,
-    StreamError,
-    TransportError,
-    UnknownTagError,
-)
+from req_managed_agents.cli._exits import EXIT_STATUS_HELP, Failure, describe, in_flag_terms
 
 __all__ = ["build_parser", "in_flag_terms", "main"]
 
-# Library wording (Python arguments) -> command-line wording, applied to every message.
-_FLAG_TERMS = (
-    ("agent_id= (or agent=)", "--agent-id"),
-    ("environment_id= (or environment=)", "--environment-id"),
-    ("harness_arn= (or harness=)", "--harness-arn"),
-    ("pass region= or set AWS_REGION", "pass --region or set AWS_REGION"),
-    (
-        "pass credentials= or configure one",
-        "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
-    ),
-    ("pass it explicitly or set", "set"),
-    ("execution_role_arn", "--execution-role-arn"),
-    ("runtime_session_id", "--session-id"),
-    ("session option vault_ids", "--vault-id"),
-    ("session option metadata", "--session-metadata"),
-    ("session option title", "--title"),
-    (
-        "define handle_confirmation on the handler or pass confirm='allow' or 'deny'",
-        "give --tools a handler that defines handle_confirmation",
-    ),
-)
+# The provider a command talks to when it has no --provider flag (for its hints).
+_COMMAND_PROVIDERS = {"harnesses": "agentcore", "worker": "worker"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,9 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``rma`` with ``argv`` (default: the process arguments); return the exit code."""
     try:
         return _main(argv)
-    except KeyboardInterrupt:
-        # A session has already stopped its run (remote turn included) on the way out.
-        _print_error("interrupted")
+    except KeyboardInterrupt as exc:
+        failure = describe(exc, "rma", "claude")
+        _print_error(failure.message, failure.hint)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``rma ... | head``): stop quietly, as other tools do, and keep
@@ -115,80 +76,53 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    command = "rma"
+    command, provider = "rma", "claude"
+    args: argparse.Namespace | None = None
     try:
         try:
             args, unknown = parser.parse_known_args(argv)
-        except SystemExit as exit_:  # --help and --version print, then exit
-            return exit_.code if isinstance(exit_.code, int) else EXIT_OK
-        if args.command is None:
+            if args.command is None:
+                if unknown:
+                    raise CliError(
+                        f"unrecognized arguments: {' '.join(unknown)}"
+                        f"{_closest(parser, unknown[0])}",
+                        hint="rma --help lists the commands and options",
+                    )
+                raise CliError("no command given", hint="rma --help lists the commands")
+            command = " ".join(["rma", args.command, *([args.action] if "action" in args else [])])
             if unknown:
                 raise CliError(
-                    f"unrecognized arguments: {' '.join(unknown)}{_closest(parser, unknown[0])}",
-                    hint="rma --help lists the commands and options",
+                    f"unrecognized arguments: {' '.join(unknown)}",
+                    hint=f"{command} --help shows the usage",
                 )
-            raise CliError("no command given", hint="rma --help lists the commands")
-        command = " ".join(["rma", args.command, *([args.action] if "action" in args else [])])
-        if unknown:
-            raise CliError(
-                f"unrecognized arguments: {' '.join(unknown)}",
-                hint=f"{command} --help shows the usage",
-            )
+        except SystemExit as exit_:  # --help and --version print, then exit
+            return exit_.code if isinstance(exit_.code, int) else EXIT_OK
+        except CliError as exc:
+            _refused_run_json(argv, describe(exc, command, provider))
+            raise
         return _run_command(args)
-    except CliError as exc:
-        _print_error(exc.message, exc.hint)
-        return exc.code
-    except ManagedAgentsError as exc:
-        code, hint = _classify(exc, command)
-        _print_error(str(exc), hint)
-        return code
     except BrokenPipeError:
         raise
-    except OSError as exc:
-        what = f"{exc.strerror}: {exc.filename}" if exc.filename and exc.strerror else str(exc)
-        _print_error(what, "check the path and its permissions")
-        return EXIT_FAILED
     except Exception as exc:
-        _print_error(
-            f"unexpected {type(exc).__name__}: {exc}",
-            f"this is a bug in {command}; please report it with the command line",
-        )
-        return EXIT_FAILED
+        if args is not None:  # read late: rma teardown NAME learns it from the store
+            provider = getattr(args, "provider", None) or _COMMAND_PROVIDERS.get(
+                args.command, "claude"
+            )
+        failure = describe(exc, command, provider)
+        _print_error(failure.message, failure.hint)
+        return failure.status
 
 
-def _classify(exc: ManagedAgentsError, command: str) -> tuple[int, str]:
-    """The exit status and hint for a library error."""
-    if isinstance(exc, SessionTimeoutError):
-        return EXIT_TIMEOUT, "raise --timeout"
-    if isinstance(exc, MissingDependencyError):
-        return EXIT_CONFIG, f"install the extra: pip install 'req-managed-agents[{exc.extra}]'"
-    if isinstance(exc, ConfigurationError):
-        return (
-            EXIT_CONFIG,
-            f"{command} --help lists the flags; credentials come from the environment",
-        )
-    if isinstance(exc, AuthenticationError):
-        return EXIT_API, "check ANTHROPIC_API_KEY (Claude) or the AWS credentials (AgentCore)"
-    if isinstance(exc, NotFoundError):
-        return EXIT_API, "check the ids, ARNs and names given"
-    if isinstance(exc, (RateLimitError, ServerError)):
-        return EXIT_API, "the provider is busy or failing; try again later"
-    if isinstance(exc, APIError):
-        return EXIT_API, "the provider refused the request"
-    if isinstance(exc, TransportError):
-        return EXIT_API, (
-            "check the network and the endpoint (ANTHROPIC_BASE_URL, "
-            "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE)"
-        )
-    if isinstance(exc, ProviderStreamError):  # the provider's final word: resuming repeats it
-        return EXIT_API, "the provider refused the turn; the message says why"
-    if isinstance(exc, StreamError):
-        return EXIT_API, "the event stream failed; rma run --session-id SESSION picks it up again"
-    if isinstance(exc, UnknownTagError):
-        return EXIT_FAILED, "rma tag BASE TAG DIGEST --store PATH sets a tag"
-    if isinstance(exc, ArtifactNotFoundError):
-        return EXIT_FAILED, "rma artifacts list SESSION shows the session's files"
-    return EXIT_FAILED, f"{command} --help describes the command"
+def _refused_run_json(argv: Sequence[str] | None, failure: Failure) -> None:
+    """``rma run --json`` whose command line is refused still prints its one object (a
+    ``--json`` before ``--`` cannot be anything but the flag)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    words = words[: words.index("--")] if "--" in words else words
+    if words[:1] == ["run"] and "--json" in words:
+        from req_managed_agents.cli._output import run_json
+
+        report = run_json(failure.status, None, None, [], None, failure.json())
+        print(json.dumps(report), flush=True)
 
 
 def _closest(parser: argparse.ArgumentParser, given: str) -> str:
@@ -200,13 +134,6 @@ def _closest(parser: argparse.ArgumentParser, given: str) -> str:
             known += list(action.choices)
     close = difflib.get_close_matches(given, known, n=1, cutoff=0.7)
     return f" (did you mean {close[0]}?)" if close else ""
-
-
-def in_flag_terms(message: str) -> str:
-    """A library message with its Python-argument advice put in command-line terms."""
-    for python, cli in _FLAG_TERMS:
-        message = message.replace(python, cli)
-    return message
 
 
 def _print_error(message: str, hint: str | None = None) -> None:

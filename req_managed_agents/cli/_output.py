@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
@@ -25,9 +25,15 @@ from req_managed_agents.model._stream import (
     ToolCallStarted,
     TurnEnded,
 )
-from req_managed_agents.model._vocabulary import Allow, HookEvent, SessionResult
+from req_managed_agents.model._vocabulary import (
+    Allow,
+    HookEvent,
+    SessionResult,
+    ToolResult,
+    ToolUse,
+)
 
-__all__ = ["Display", "result_json", "summary"]
+__all__ = ["Display", "run_json", "stop_reason_json", "summary"]
 
 _CLIP = 200  # characters of a tool's input or result shown on its line
 
@@ -54,16 +60,38 @@ def _reason(stop_reason: Any) -> str:
     return str(stop_reason) if stop_reason else "no stop reason"
 
 
-def result_json(result: SessionResult) -> dict[str, Any]:
-    """What ``--json`` prints: the run's result without its raw events."""
-    usage = result.usage
+def stop_reason_json(stop_reason: Any) -> dict[str, Any] | None:
+    """One shape for every runtime: an object whose string ``type`` names the reason, with
+    whatever else the runtime said (Claude's and OpenAI's are objects already; AgentCore's
+    Converse ``stopReason`` is a bare string, here ``{"type": "max_tokens"}``), or None."""
+    if stop_reason is None:
+        return None
+    if isinstance(stop_reason, Mapping):
+        return {**stop_reason, "type": str(stop_reason.get("type") or "unknown")}
+    return {"type": str(stop_reason)}
+
+
+def run_json(
+    status: int,
+    result: SessionResult | None,
+    session_id: str | None,
+    tool_calls: Sequence[tuple[ToolUse, ToolResult]],
+    resume: str | None,
+    error: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What ``rma run --json`` prints, whatever the outcome: every key each time, None where
+    the run did not get that far (``result`` is None when it did not end)."""
+    usage = result.usage if result is not None else None
     return {
-        "terminal": result.terminal,
-        "stop_reason": result.stop_reason,
-        "text": result.text,
-        "session_id": result.session_id,
-        "turns": result.turns,
-        "usage": {
+        "exit_status": status,
+        "session_id": session_id,
+        "terminal": result.terminal if result is not None else None,
+        "stop_reason": stop_reason_json(result.stop_reason) if result is not None else None,
+        "text": result.text if result is not None else None,
+        "turns": result.turns if result is not None else None,
+        "usage": None
+        if usage is None
+        else {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
@@ -78,8 +106,10 @@ def result_json(result: SessionResult) -> dict[str, Any]:
                 "result": outcome.content,
                 "is_error": outcome.is_error,
             }
-            for use, outcome in zip(result.tool_uses, result.tool_results)
+            for use, outcome in tool_calls
         ],
+        "error": dict(error) if error is not None else None,
+        "resume": resume,
     }
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -25,12 +24,14 @@ from req_managed_agents.cli._common import (
     EXIT_FAILED,
     RUN_PROVIDERS,
     CliError,
+    add_profile_flag,
     existing_store,
     harness_region,
     non_negative_int,
     open_provider,
     print_json,
     refuse,
+    sandbox_region,
 )
 from req_managed_agents.cli._spec import SPEC_HELP, load_spec
 from req_managed_agents.errors import ManagedAgentsError
@@ -51,8 +52,6 @@ _SANDBOX_HINT = (
     "give --environment-id the ARN of the sandbox the agent's sessions run in, "
     "e.g. arn:aws:bedrock-agentcore:us-west-2:123456789012:runtime/sandbox-0123456789"
 )
-# The region an AWS ARN names (its fourth field).
-_ARN_REGION = re.compile(r"arn:aws[a-z-]*:[a-z0-9-]+:([a-z0-9-]+):")
 
 TEARDOWN_HELP = """\
 With SPEC.json (the file given to rma provision), the resource is found by its
@@ -96,7 +95,12 @@ def add_commands(commands: Any) -> None:
         help="claude-bedrock: the ARN of the sandbox the agent's sessions run in (required "
         "there; Bedrock has no environments to provision, so the spec has no environment)",
     )
-    _aws_flags(provision, "required with --provider agentcore or claude-bedrock", _DEFAULT_REGION)
+    _aws_flags(
+        provision,
+        "required with --provider agentcore or claude-bedrock",
+        f"claude-bedrock: the sandbox ARN's, which a different one contradicts; else "
+        f"{_DEFAULT_REGION}",
+    )
 
     teardown = commands.add_parser(
         "teardown",
@@ -180,6 +184,7 @@ def _aws_flags(parser: argparse.ArgumentParser, role: str, region: str) -> None:
         "--region",
         help=f"AgentCore and claude-bedrock: the AWS region (default: {region})",
     )
+    add_profile_flag(parser)
 
 
 def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -221,7 +226,12 @@ def _refused_values(hint: str) -> Iterator[None]:
 
 def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
     if provider in ("claude", "openai"):
-        refuse(args, ["execution_role_arn", "region"], _AWS_ONLY, "add --provider agentcore")
+        refuse(
+            args,
+            ["execution_role_arn", "region", "profile"],
+            _AWS_ONLY,
+            "add --provider agentcore or claude-bedrock",
+        )
     elif not args.execution_role_arn:
         raise CliError(
             f"rma {args.command} --provider {provider} needs --execution-role-arn",
@@ -234,6 +244,7 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
 
     _check_aws_flags(args, args.provider)
     agent, environment = load_spec(args.spec)
+    region = args.region
     if args.provider == "claude-bedrock":
         if environment is not None:
             raise CliError(
@@ -247,6 +258,7 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
                 hint=_SANDBOX_HINT,
             )
         environment = args.environment_id
+        region = sandbox_region(args.environment_id, args.region)
     elif args.provider == "openai" and environment is not None:
         raise CliError(
             f"the spec {args.spec} has an environment; an OpenAI agent has none",
@@ -260,8 +272,11 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
             "add --provider claude-bedrock, or drop --environment-id (the spec provisions "
             "the environment)",
         )
-    store = provisioner.FileStore(args.store)
-    with open_provider(args.provider, args.region) as provider, _refused_values(_SPEC_HINT):
+    store = existing_store(args.store, must_exist=False)
+    with (
+        open_provider(args.provider, region, args.profile) as provider,
+        _refused_values(_SPEC_HINT),
+    ):
         handle = provisioner.provision(
             provider,
             agent,
@@ -292,7 +307,7 @@ def _teardown_spec(args: argparse.Namespace, path: Path, store: Any) -> dict[str
     kind = args.provider or "claude"
     _check_aws_flags(args, kind)
     agent, environment = load_spec(path)
-    with open_provider(kind, args.region) as provider, _refused_values(_SPEC_HINT):
+    with open_provider(kind, args.region, args.profile) as provider, _refused_values(_SPEC_HINT):
         handle = locate(provider, agent, environment, args.execution_role_arn)
         if handle is None:
             return {"torn_down": None}
@@ -320,10 +335,11 @@ def _teardown_named(args: argparse.Namespace, name: str, store: Any) -> dict[str
     if kind == "agentcore":
         region = harness_region(str(record.get("harness_arn", "")), args.region)
     elif kind == "claude-bedrock":
-        region = _sandbox_region(str(record.get("environment_id", "")), args.region)
+        region = sandbox_region(str(record.get("environment_id", "")), args.region)
     else:
-        refuse(args, ["region"], _AWS_ONLY, f"{name!r} is a {kind} agent: drop --region")
-    with open_provider(kind, region) as provider:
+        refuse(args, ["region", "profile"], _AWS_ONLY, f"{name!r} is a {kind} agent: drop it")
+    args.provider = kind  # for the hints of a failure from here on
+    with open_provider(kind, region, args.profile) as provider:
         provisioner.teardown(provider, record, store=store)
     return _torn_down(record)
 
@@ -354,20 +370,6 @@ def _stored_handle(store: Any, name: str, path: Path) -> dict[str, Any]:
         hint='the name is the "name" rma provision printed; or give its spec file',
         code=EXIT_FAILED,
     )
-
-
-def _sandbox_region(arn: str, region: str | None) -> str | None:
-    """The region of a Bedrock agent's sandbox ARN; a ``--region`` naming another one
-    contradicts it (the agent lives where its sandbox does)."""
-    match = _ARN_REGION.match(arn)
-    if match is None:
-        return region
-    if region is not None and region != match.group(1):
-        raise CliError(
-            f"--region {region} contradicts the agent's sandbox ARN, which is in {match.group(1)}",
-            hint="drop --region: the region of the ARN is used",
-        )
-    return match.group(1)
 
 
 def _torn_down(handle: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import argparse
 import importlib
 import json
 import os
+import shlex
 import sys
 from typing import Any, TextIO
 
@@ -21,15 +22,14 @@ from req_managed_agents.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_STATUS_HELP,
-    EXIT_TIMEOUT,
     CliError,
-    harness_region,
     open_provider,
 )
-from req_managed_agents.cli._connect import add_connection_flags, connect_options
-from req_managed_agents.cli._output import Display, result_json, summary
-from req_managed_agents.errors import SessionTimeoutError
-from req_managed_agents.model._vocabulary import SessionResult
+from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
+from req_managed_agents.cli._exits import Failure, describe, resumable
+from req_managed_agents.cli._output import Display, run_json, summary
+from req_managed_agents.model._stream import ToolCallFinished
+from req_managed_agents.model._vocabulary import SessionResult, ToolResult, ToolUse
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.tools._registry import Tools
 
@@ -52,11 +52,14 @@ e.g. --tools mytools:tools for `tools = Tools()` in mytools.py. For AgentCore, a
 registry's tools are declared to the harness on each invocation.
 
 Claude reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL); AgentCore the AWS credential
-chain (AWS_ACCESS_KEY_ID, AWS_PROFILE, ...), in the region of the harness ARN; OpenAI
-reads OPENAI_API_KEY (and OPENAI_BASE_URL).
+chain (AWS_ACCESS_KEY_ID, AWS_PROFILE or --profile, ...), in the region of the harness
+ARN; Claude on Bedrock the same chain (or AWS_BEARER_TOKEN_BEDROCK), in the region of
+the sandbox ARN; OpenAI reads OPENAI_API_KEY (and OPENAI_BASE_URL).
 
---json prints one object: terminal, stop_reason, text, session_id, turns, usage and
-tool_calls (id, name, input, result, is_error).
+--json prints one object whatever the outcome, with every key each time: exit_status,
+session_id, terminal, stop_reason ({{"type": ...}} or null), text, turns, usage,
+tool_calls (id, name, input, result, is_error), error ({{"type", "message", "hint"}} or
+null) and resume (the rma run command that continues the session, or null).
 
 {EXIT_STATUS_HELP}"""
 
@@ -89,35 +92,97 @@ def add_command(commands: Any) -> None:
 
 def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``rma run``: 0 when the agent ended its turn, 1 when the run ended otherwise.
-    The status line goes to standard error, and only when that is a terminal."""
+    The status line goes to standard error, and only when that is a terminal. With
+    ``--json`` every outcome, failures included, prints one object."""
     out = out if out is not None else sys.stdout
-    status = sys.stderr if sys.stderr.isatty() else None
-    connect = connect_options(args)
-    prompt = _prompt(args)
-    handler = load_handler(args.tools) if args.tools else Tools()
-    region = harness_region(args.harness_arn, args.region) if args.harness_arn else args.region
-    from req_managed_agents.drivers._session import Session
+    run = _Run(args)
+    try:
+        result = run.drive(out)
+    except BaseException as exc:
+        failure, resume = run.failure(exc)
+        if args.json:
+            session_id = run.session_id()
+            error = failure.json()
+            _write(out, run_json(failure.status, None, session_id, run.tool_calls, resume, error))
+        if not isinstance(exc, Exception) or isinstance(exc, BrokenPipeError):
+            raise  # Ctrl-C and a reader gone: main() reports them
+        raise CliError(failure.message, hint=failure.hint, code=failure.status) from exc
+    status = EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
+    if args.json:
+        calls = list(zip(result.tool_uses, result.tool_results))
+        _write(out, run_json(status, result, result.session_id, calls, run.resume()))
+    else:
+        out.write(summary(result) + "\n")
+        out.flush()
+    return status
 
-    result: SessionResult | None = None
-    with open_provider(args.provider, region) as provider:
-        session = Session(provider, handler=handler, **connect)
-        with session, Display(None if args.json else out, status) as display:
-            try:
+
+class _Run:
+    """One ``rma run``: drives the session, and keeps what a failure's report needs (the
+    session, the tool calls that finished, where to resume)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.session: Any = None
+        self.region: str | None = None
+        self.tool_calls: list[tuple[ToolUse, ToolResult]] = []
+
+    def drive(self, out: TextIO) -> SessionResult:
+        args = self.args
+        status = sys.stderr if sys.stderr.isatty() else None
+        connect = connect_options(args)
+        prompt = _prompt(args)
+        handler = load_handler(args.tools) if args.tools else Tools()
+        from req_managed_agents.drivers._session import Session
+
+        result: SessionResult | None = None
+        with open_provider(args.provider, aws_region(args), args.profile) as provider:
+            self.region = getattr(provider, "region", None)
+            self.session = session = Session(provider, handler=handler, **connect)
+            with session, Display(None if args.json else out, status) as display:
                 for item in session.stream(prompt, timeout=args.timeout):
                     if isinstance(item, SessionResult):
                         result = item
                     else:
+                        if isinstance(item, ToolCallFinished):
+                            self.tool_calls.append((item.tool_use, item.result))
                         display.show(item)
-            except SessionTimeoutError as exc:
-                raise _timed_out(args, exc) from None
-    assert result is not None, "a stream always ends with its SessionResult"
-    if args.json:
-        json.dump(result_json(result), out, default=str)
-        out.write("\n")
-    else:
-        out.write(summary(result) + "\n")
+        assert result is not None, "a stream always ends with its SessionResult"
+        return result
+
+    def session_id(self) -> str | None:
+        """The session the run was about: the one it made or continued, else the one named."""
+        known = self.session.session_id if self.session is not None else None
+        return known or self.args.session_id or None
+
+    def resume(self) -> str | None:
+        """The ``rma run`` command line that continues the session (None: there is none)."""
+        session_id = self.session_id()
+        if session_id is None:
+            return None
+        args = self.args
+        argv = ["rma", "run"]
+        if args.provider != "claude":
+            argv += ["--provider", args.provider]
+        if args.provider == "agentcore":
+            argv += ["--harness-arn", args.harness_arn]
+        if args.provider == "claude-bedrock" and self.region:
+            argv += ["--region", self.region]  # a session id names no region
+        for dest in ("profile", "tools"):
+            if getattr(args, dest):
+                argv += [f"--{dest}", getattr(args, dest)]
+        return shlex.join([*argv, "--session-id", session_id])
+
+    def failure(self, exc: BaseException) -> tuple[Failure, str | None]:
+        """How the run failed, and the command that resumes it where resuming may help."""
+        resume = self.resume() if resumable(exc) else None
+        return describe(exc, "rma run", self.args.provider, resume), resume
+
+
+def _write(out: TextIO, value: dict[str, Any]) -> None:
+    json.dump(value, out, default=str)
+    out.write("\n")
     out.flush()
-    return EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
 
 
 def _prompt(args: argparse.Namespace) -> str | None:
@@ -188,20 +253,4 @@ def _import_failed(target: str, exc: BaseException) -> CliError:
     return CliError(
         f"--tools {target}: importing the module failed: {type(exc).__name__}: {exc}",
         hint="fix the module; python -c 'import MODULE' shows the traceback",
-    )
-
-
-def _timed_out(args: argparse.Namespace, exc: SessionTimeoutError) -> CliError:
-    session = exc.session_id
-    if session is None:
-        return CliError(str(exc), hint="raise --timeout", code=EXIT_TIMEOUT)
-    where = ""
-    if args.provider == "agentcore":
-        where = f"--provider agentcore --harness-arn {args.harness_arn} "
-    elif args.provider in ("claude-bedrock", "openai"):
-        where = f"--provider {args.provider} "
-    return CliError(
-        f"{exc}; the session goes on",
-        hint=f"rma run {where}--session-id {session} waits for it (raise --timeout next time)",
-        code=EXIT_TIMEOUT,
     )

@@ -8,12 +8,19 @@ temporary credentials are frozen afresh for every request, so a long session kee
 after a refresh. Only the headers that must be signed are (host, content type, the
 ``x-amz-*``/``x-amzn-*`` headers): what a proxy may rewrite (``Connection``, ``User-Agent``)
 stays outside the signature.
+
+Whatever goes wrong with credentials or profiles (a missing or broken profile, an unreadable
+config file, an SSO token or credential process that fails, a refresh that fails mid-run)
+is a :class:`ConfigurationError` naming the profile, where its name came from and the files
+botocore read: botocore's own exceptions never escape.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -33,7 +40,7 @@ def load_botocore() -> dict[str, ModuleType]:
     try:
         modules = {
             name: importlib.import_module(f"botocore.{name}")
-            for name in ("auth", "awsrequest", "credentials", "session")
+            for name in ("auth", "awsrequest", "credentials", "exceptions", "session")
         }
     except ImportError as exc:
         raise MissingDependencyError(
@@ -44,13 +51,20 @@ def load_botocore() -> dict[str, ModuleType]:
     return modules
 
 
-def resolve_region(explicit: str | None, session: Any) -> str:
+def resolve_region(
+    explicit: str | None, session: Any, profile: str | None, botocore: Mapping[str, ModuleType]
+) -> str:
     """The region: explicit, ``AWS_REGION``, then botocore's (``AWS_DEFAULT_REGION``, the
-    profile's config)."""
-    region = text_setting(explicit, "AWS_REGION") or session.get_config_variable("region")
+    config of the session's ``profile``)."""
+    region = text_setting(explicit, "AWS_REGION")
     if not region:
+        with _profile_trouble(session, profile, botocore):
+            region = session.get_config_variable("region")
+    if not region:
+        name, _ = _profile_origin(profile)
         raise ConfigurationError(
-            "no AWS region: pass region= or set AWS_REGION (or a profile region)"
+            f"no AWS region: pass region= or set AWS_REGION (or a region in profile {name!r} "
+            f"of {_files(session)})"
         )
     return str(region)
 
@@ -70,7 +84,8 @@ class AwsSigner:
         self._credentials = credentials
         self._auth = botocore["auth"]
         self._request_class = botocore["awsrequest"].AWSRequest
-        frozen = credentials.get_frozen_credentials()
+        self._trouble = _trouble_types(botocore)
+        frozen = self._frozen()
         for value in (frozen.secret_key, frozen.token):
             if value:
                 register_secret(value)
@@ -80,10 +95,19 @@ class AwsSigner:
 
     @property
     def access_key_id(self) -> str:
-        return str(self._credentials.get_frozen_credentials().access_key)
+        return str(self._frozen().access_key)
+
+    def _frozen(self) -> Any:
+        """The credentials as of now: temporary ones refresh here, and a refresh that fails
+        (an expired SSO token, a role that may no longer be assumed) is a configuration
+        problem, not a bug."""
+        try:
+            return self._credentials.get_frozen_credentials()
+        except self._trouble as exc:
+            raise ConfigurationError(f"AWS credentials failed to refresh: {exc}") from exc
 
     def __call__(self, request: requests.PreparedRequest) -> None:
-        frozen = self._credentials.get_frozen_credentials()
+        frozen = self._frozen()
         for value in (frozen.secret_key, frozen.token):
             if value:
                 register_secret(value)  # a refresh may have brought new ones
@@ -117,11 +141,16 @@ def resolve_credentials(
     """
     session = botocore["session"].Session(profile=profile)
     if explicit is None:
-        credentials = session.get_credentials()
+        with _profile_trouble(session, profile, botocore):
+            credentials = session.get_credentials()
+            if credentials is not None:
+                credentials.get_frozen_credentials()  # an SSO token or a process runs now
         if credentials is None:
+            name, origin = _profile_origin(profile)
             raise ConfigurationError(
-                "no AWS credentials found (environment, profile, SSO, container or instance "
-                "role); pass credentials= or configure one"
+                "no AWS credentials found in the environment, an SSO login, a container or "
+                f"instance role, or profile {name!r} {origin} (looked in {_files(session)}); "
+                "pass credentials= or configure one"
             )
         return credentials, session
     if hasattr(explicit, "get_frozen_credentials"):
@@ -147,3 +176,53 @@ def resolve_credentials(
         "credentials must be a botocore credentials object or a mapping of "
         "access_key_id / secret_access_key / session_token"
     )
+
+
+def _trouble_types(botocore: Mapping[str, ModuleType]) -> tuple[type[Exception], ...]:
+    """What botocore raises for credential and configuration trouble: its own errors, and a
+    service's refusal while fetching credentials (STS AssumeRole, SSO GetRoleCredentials)."""
+    exceptions = botocore["exceptions"]
+    return (exceptions.BotoCoreError, exceptions.ClientError)
+
+
+@contextlib.contextmanager
+def _profile_trouble(
+    session: Any, profile: str | None, botocore: Mapping[str, ModuleType]
+) -> Iterator[None]:
+    """Turn botocore's credential and profile errors into a :class:`ConfigurationError`
+    that names the profile and the files it was looked for in (never a value from them)."""
+    try:
+        yield
+    except _trouble_types(botocore) as exc:
+        name, origin = _profile_origin(profile)
+        if isinstance(exc, botocore["exceptions"].ProfileNotFound):
+            problem = "does not exist"
+        else:
+            problem = f"cannot be used: {exc}"
+        raise ConfigurationError(
+            f"AWS profile {name!r} {origin} {problem}; looked in {_files(session)}"
+        ) from exc
+
+
+def _profile_origin(profile: str | None) -> tuple[str, str]:
+    """The profile botocore uses (``profile`` when given) and where its name came from, in
+    botocore's order."""
+    if profile is not None:
+        return profile, "(given as profile=)"
+    for variable in ("AWS_DEFAULT_PROFILE", "AWS_PROFILE"):
+        value = os.environ.get(variable)
+        if value:
+            return value, f"(from {variable})"
+    return "default", "(none named)"
+
+
+def _files(session: Any) -> str:
+    """The shared config and credentials files botocore reads, and what chose each."""
+    found = []
+    for setting, variable in (
+        ("config_file", "AWS_CONFIG_FILE"),
+        ("credentials_file", "AWS_SHARED_CREDENTIALS_FILE"),
+    ):
+        path = os.path.expanduser(str(session.get_config_variable(setting)))
+        found.append(f"{path} ({variable if os.environ.get(variable) else 'the default'})")
+    return " and ".join(found)

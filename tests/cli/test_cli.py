@@ -289,7 +289,7 @@ def test_provision_and_teardown_on_bedrock_by_spec_and_by_name(
     assert all("/us-west-2/bedrock/" in r.headers["authorization"] for r in bedrock_env.requests)
 
     line = fails(capsys, 2, "teardown", handle["name"], "--store", store, "--region", "eu-west-1")
-    assert "contradicts the agent's sandbox ARN" in line
+    assert "contradicts the sandbox ARN, which is in us-west-2" in line
     code, torn = rma(capsys, "teardown", handle["name"], "--store", store)
     assert (code, torn["kind"], torn["id"]) == (0, "claude-bedrock", handle["agent_id"])
     archived = f"/v1/agents/{handle['agent_id']}/archive"

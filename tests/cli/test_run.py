@@ -314,7 +314,10 @@ CLAUDE = ["--agent-id", "a", "--environment-id", "e"]
         ([*CLAUDE, "--timeout", "nan", "Hi"], "not a finite number"),
         ([*CLAUDE, "--agent-version", "0", "Hi"], "argument --agent-version: must be at least 1"),
         (["--harness-arn", ARN, "Hi"], "--harness-arn needs --provider agentcore"),
-        ([*CLAUDE, "--region", "us-east-1", "Hi"], "--region needs --provider agentcore"),
+        (
+            [*CLAUDE, "--region", "us-east-1", "Hi"],
+            "--region is an AWS option; it needs --provider agentcore or claude-bedrock",
+        ),
         (
             ["--provider", "agentcore", "--harness-arn", ARN, "--agent-id", "a", "Hi"],
             "--agent-id is a Claude option",
@@ -322,6 +325,10 @@ CLAUDE = ["--agent-id", "a", "--environment-id", "e"]
         (
             ["--provider", "agentcore", "--harness-arn", ARN, "--title", "t", "Hi"],
             "--title is a Claude option",
+        ),
+        (
+            ["--provider", "agentcore", "--harness-arn", ARN, "--working-directory", "/x", "Hi"],
+            "--working-directory is a Claude option",
         ),
         (["--provider", "agentcore", "Hi"], "--provider agentcore needs --harness-arn"),
         (

@@ -60,7 +60,9 @@ class BedrockAgentCore:
 
     Credentials and region come from botocore's standard chain unless given: environment,
     shared config and ``profile``, SSO, container and instance roles; temporary credentials
-    refresh by themselves. ``endpoint_url`` / ``control_endpoint_url`` override the data and
+    refresh by themselves. A missing or broken profile or an unreadable config file raises
+    :class:`ConfigurationError` naming the profile and the files read, as do credentials
+    that fail to refresh. ``endpoint_url`` / ``control_endpoint_url`` override the data and
     control plane hosts (also ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE`` and
     ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL``). ``timeout`` bounds each control-plane
     request; ``idle_timeout`` is the longest silence tolerated inside a streamed invocation.
@@ -98,7 +100,7 @@ class BedrockAgentCore:
             raise ConfigurationError("timeout and idle_timeout must be positive")
         botocore = load_botocore()
         aws_credentials, session = resolve_credentials(credentials, profile, botocore)
-        resolved_region = resolve_region(region, session)
+        resolved_region = resolve_region(region, session, profile, botocore)
         data_url = text_setting(
             endpoint_url,
             "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE",

@@ -79,7 +79,8 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
     Region and credentials come from botocore's chain, as for ``BedrockAgentCore`` (the
     ``[aws]`` extra): ``region`` or ``AWS_REGION``, ``credentials=`` (a botocore
     ``Credentials`` or a mapping of ``access_key_id`` / ``secret_access_key`` /
-    ``session_token``) or ``profile=``; explicit arguments win over the environment. A
+    ``session_token``) or ``profile=``; explicit arguments win over the environment, and any
+    credential or profile trouble is a :class:`ConfigurationError`, as there. A
     Bedrock API key (``api_key`` or ``AWS_BEARER_TOKEN_BEDROCK``) is sent instead of a
     signature and needs no botocore, but not together with explicit AWS credentials.
     ``.client`` is a :class:`ClaudeBedrockClient`: the Claude control plane over Bedrock,
@@ -126,7 +127,7 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
         else:
             botocore = load_botocore()
             aws_credentials, session = resolve_credentials(credentials, profile, botocore)
-            resolved = resolve_region(region, session)
+            resolved = resolve_region(region, session, profile, botocore)
             signer = AwsSigner(aws_credentials, resolved, botocore, SIGNING_NAME)
         if not _REGION.fullmatch(resolved):
             raise ConfigurationError(f"not an AWS region name: {resolved!r}")
