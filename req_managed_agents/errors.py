@@ -11,7 +11,8 @@
     │   ├── NotFoundError                     404
     │   ├── ConflictError                     409
     │   ├── RateLimitError                    429
-    │   └── ServerError                       5xx and 529 (overloaded)
+    │   ├── ServerError                       5xx and 529 (overloaded)
+    │   └── MalformedResponseError            a success whose body cannot be used
     ├── TransportError                        no usable HTTP response (connect/read failure)
     ├── StreamError                           a response stream broke or carried an error
     │   ├── EventStreamError (ValueError)     corrupt AWS event-stream framing
@@ -74,6 +75,7 @@ __all__ = [
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "InvalidArtifactNameError",
+    "MalformedResponseError",
     "ManagedAgentsError",
     "MissingDependencyError",
     "NotFoundError",
@@ -177,12 +179,17 @@ class ServerError(APIError):
     """The provider failed (5xx) or is overloaded (529)."""
 
 
+class MalformedResponseError(APIError):
+    """A success whose body cannot be used: empty or not JSON, of the wrong shape, a field
+    missing or of the wrong type, an id or other value far over any real one's size, a body
+    over the size limit. ``message`` names the request and what was wrong, quoting at most a
+    short excerpt of the answer; ``body`` is not kept."""
+
+
 class TransportError(ManagedAgentsError):
     """No usable HTTP response: connection refused or reset, DNS failure, read timeout.
-
     ``not_sent`` is ``True`` when the failure proves the request never reached the server
-    (the connection was never made), so sending it again cannot do anything twice.
-    """
+    (the connection was never made), so sending it again cannot do anything twice."""
 
     def __init__(self, message: str = "", *, not_sent: bool = False) -> None:
         super().__init__(message)
@@ -207,11 +214,8 @@ class EventTooLargeError(StreamError, ValueError):
 
 
 class StreamReconnectError(StreamError):
-    """An event stream kept failing and the reconnect budget ran out.
-
-    ``attempts`` is how many connections failed in a row; ``cause`` (also ``__cause__``) is
-    the last failure.
-    """
+    """An event stream kept failing and the reconnect budget ran out: ``attempts`` is how
+    many connections failed in a row; ``cause`` (also ``__cause__``) is the last failure."""
 
     def __init__(self, message: str, *, attempts: int, cause: BaseException | None) -> None:
         super().__init__(message)
@@ -220,10 +224,8 @@ class StreamReconnectError(StreamError):
 
 
 class ProviderStreamError(StreamError):
-    """The provider reported an error inside the stream (an exception or error frame).
-
-    These are the provider's final word on the request and are never retried.
-    """
+    """The provider reported an error inside the stream (an exception or error frame): its
+    final word on the request, never retried."""
 
     def __init__(self, exception_type: str, message: str) -> None:
         self.exception_type = exception_type

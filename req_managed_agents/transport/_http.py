@@ -1,8 +1,15 @@
 """The HTTP layer every provider shares: one pooled ``requests.Session``, timeouts on every
 call, the retry policy, error mapping and request telemetry.
 
-Providers plug in what differs: how to read an error body and how to authenticate a prepared
-request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS).
+Providers plug in what differs: how to read an error body, how to authenticate a prepared
+request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS) and
+which header carries the service's request id.
+
+A body that is not streamed is read here, and no further than a limit: a successful answer
+up to :data:`~req_managed_agents.transport._json.MAX_BODY_BYTES` (a longer one is a
+:class:`~req_managed_agents.errors.MalformedResponseError`), an error's first
+:data:`ERROR_BODY_BYTES` (what its message and type need), so that no answer can take the
+process's memory.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from req_managed_agents.errors import (
     ConfigurationError,
     ConflictError,
     IdleTimeoutError,
+    MalformedResponseError,
     ManagedAgentsError,
     NotFoundError,
     RateLimitError,
@@ -43,9 +51,10 @@ from req_managed_agents.transport._backoff import (
     parse_should_retry,
     pause,
 )
+from req_managed_agents.transport._json import MAX_BODY_BYTES, malformed
 from req_managed_agents.transport._redact import get_logger, redact
 
-__all__ = ["HttpClient", "api_error", "read_chunks", "shutdown_response"]
+__all__ = ["ERROR_BODY_BYTES", "HttpClient", "api_error", "read_chunks", "shutdown_response"]
 
 _log = get_logger(__name__)
 
@@ -56,6 +65,8 @@ _MAX_CONNECT_TIMEOUT = 10.0
 # handful of concurrent sessions, as in a web server; a bigger pool costs nothing unused.
 POOL_SIZE = 64
 _STREAM_READ_SIZE = 64 * 1024
+# How much of an error answer is read: its message and type are at the start.
+ERROR_BODY_BYTES = 64 * 1024
 
 # Control characters in a header value: http.client refuses most, and no credential holds one.
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
@@ -116,10 +127,12 @@ class HttpClient:
         parse_error: ErrorParser,
         authenticate: Authenticator,
         session: requests.Session | None = None,
+        request_id_header: str = "request-id",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry
+        self.request_id_header = request_id_header
         self._parse_error = parse_error
         self._authenticate = authenticate
         self._owns_session = session is None
@@ -189,6 +202,7 @@ class HttpClient:
         telemetry_metadata: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
+        max_body: int | None = MAX_BODY_BYTES,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
 
@@ -196,7 +210,9 @@ class HttpClient:
         when no response arrived. A retry wait ends early when ``cancelled`` is set.
         ``retry`` overrides the client's policy for this request; ``deadline`` (a
         :func:`time.monotonic` time) caps every socket wait and forbids a retry that could
-        not finish before it.
+        not finish before it. Unless ``stream``, the body is read before this returns, up to
+        ``max_body`` bytes (None: all of it, for a file download): a longer one is a
+        :class:`MalformedResponseError`.
         """
         policy = retry or self.retry
         url = self.base_url + path
@@ -232,12 +248,19 @@ class HttpClient:
             failure: ManagedAgentsError
             with telemetry.span("request", meta) as outcome:
                 try:
+                    # Always streamed, so that the body is read here, no further than a limit.
                     response = self.session.send(
                         prepared,
                         timeout=self.timeouts(timeout),
                         allow_redirects=False,
-                        **self._environment_settings(prepared, stream),
+                        **self._environment_settings(prepared, stream=True),
                     )
+                    if not stream:
+                        failed = response.status_code >= 300
+                        limit = ERROR_BODY_BYTES if failed else max_body
+                        if not _read_body(response, limit) and not failed:
+                            outcome["status"] = response.status_code
+                            raise self._too_long(response, f"{method} {path}", limit)
                 except requests.RequestException as exc:
                     failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
                     failure.__cause__ = exc
@@ -277,6 +300,30 @@ class HttpClient:
             if not pause(delay, cancelled):
                 raise TransportError(f"{method} {path} cancelled while waiting to retry")
             attempt += 1
+
+    def _too_long(
+        self, response: requests.Response, what: str, limit: int | None
+    ) -> MalformedResponseError:
+        response.close()  # the rest is never read: the connection is not reused
+        request_id = response.headers.get(self.request_id_header)
+        problem = f"the answer is longer than {limit} bytes"
+        return malformed(response.status_code, what, problem, request_id)
+
+
+def _read_body(response: requests.Response, limit: int | None) -> bool:
+    """Read the body into ``response.content``, up to ``limit`` bytes (a longer one is cut
+    there, and the connection closed); whether it was all read."""
+    pieces: list[bytes] = []
+    size = 0
+    for piece in response.iter_content(_STREAM_READ_SIZE):
+        pieces.append(piece)
+        size += len(piece)
+        if limit is not None and size > limit:
+            response._content = b"".join(pieces)[:limit]
+            response.close()
+            return False
+    response._content = b"".join(pieces)
+    return True
 
 
 def _pooled_session() -> requests.Session:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents.errors import APIError
 from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
 
 __all__ = ["HarnessesAPI"]
+
+# What an answer carrying a harness must hold: the object, with an ARN and an id.
+_HARNESS: dict[str, Any] = {"wrapped": "harness", "required": ("arn", "harnessId")}
 
 
 class HarnessesAPI(ClientCore):
@@ -26,14 +28,13 @@ class HarnessesAPI(ClientCore):
         if not body.get("executionRoleArn"):
             raise ValueError("a harness needs an executionRoleArn")
         payload = {"clientToken": client_token(), **body}
-        created = self._control_json("POST", "/harnesses", body=payload, deadline=deadline)
-        return _harness(created, "CreateHarness")
+        return self._control_json("POST", "/harnesses", body=payload, deadline=deadline, **_HARNESS)
 
     def get_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``GetHarness``; returns the ``harness`` object (with its ``status``). ``deadline``
         (monotonic) bounds the call, retries included."""
         path = f"/harnesses/{segment(harness_id)}"
-        return _harness(self._control_json("GET", path, deadline=deadline), "GetHarness")
+        return self._control_json("GET", path, deadline=deadline, **_HARNESS)
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
@@ -48,8 +49,7 @@ class HarnessesAPI(ClientCore):
         payload = {"clientToken": client_token(), **body}
         path = f"/harnesses/{segment(harness_id)}"
         self._forget(harness_id)
-        updated = self._control_json("PATCH", path, body=payload, deadline=deadline)
-        return _harness(updated, "UpdateHarness")
+        return self._control_json("PATCH", path, body=payload, deadline=deadline, **_HARNESS)
 
     def list_harness_versions(self, harness_id: str) -> list[dict[str, Any]]:
         """Every version of a harness (``ListHarnessVersions``), following ``nextToken``."""
@@ -89,16 +89,3 @@ class HarnessesAPI(ClientCore):
         return arn if isinstance(arn, str) and arn else None
 
     # -- data plane -----------------------------------------------------------------------
-
-
-def _harness(body: dict[str, Any], operation: str) -> dict[str, Any]:
-    harness = body.get("harness")
-    if not isinstance(harness, dict) or not harness.get("arn") or not harness.get("harnessId"):
-        raise APIError(
-            200,
-            None,
-            f"{operation} returned no harness with an arn and a harnessId",
-            None,
-            body=body,
-        )
-    return harness

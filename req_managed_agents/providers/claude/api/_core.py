@@ -201,7 +201,12 @@ class ClientCore:
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
         cut_deep: bool = False,
+        required: tuple[str, ...] = ("id",),
+        listing: str | None = None,
     ) -> Json:
+        """The JSON object a request answers, checked (``transport._json.json_object``):
+        a resource's answer must carry its ``id`` (``required=()`` for the others); a
+        ``listing`` member (``data``), when present, must be a list of objects."""
         response = self._http.request(
             method,
             path,
@@ -211,7 +216,9 @@ class ClientCore:
             headers=headers,
             telemetry_metadata=telemetry_metadata,
         )
-        return json_object(response, f"{method} {path}", cut_deep=cut_deep)
+        return json_object(
+            response, f"{method} {path}", cut_deep=cut_deep, required=required, listing=listing
+        )
 
     def _list_all(
         self,
@@ -243,11 +250,10 @@ class ClientCore:
                 headers=headers,
                 telemetry_metadata=telemetry_metadata,
                 cut_deep=cut_deep,
+                required=("data",),
+                listing="data",
             )
-            data = page.get("data")
-            if not isinstance(data, list):
-                raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
-            yield from (item for item in data if isinstance(item, dict))
+            yield from page["data"]  # a list of objects, each checked
             cursor = page.get("next_page")
             if isinstance(cursor, str) and cursor:
                 if cursor in seen_cursors:

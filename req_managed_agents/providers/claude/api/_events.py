@@ -39,6 +39,8 @@ class EventsAPI(ClientCore):
             idempotent=False,
             body={"events": [dict(e) for e in events]},
             telemetry_metadata=telemetry_metadata,
+            required=(),
+            listing="data",  # {"data": [the events as recorded]}
         )
 
     def list_events(

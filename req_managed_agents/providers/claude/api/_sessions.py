@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
-from req_managed_agents.errors import APIError, RateLimitError, ServerError, TransportError
+from req_managed_agents.errors import (
+    APIError,
+    MalformedResponseError,
+    ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
 from req_managed_agents.providers.claude.api._core import (
     MAX_METADATA_PAIRS,
     ClientCore,
@@ -124,7 +131,9 @@ class SessionsAPI(ClientCore):
         each request carries a random token in the session's metadata under ``rma_create``
         (when the caller's metadata leaves room for it), so the sessions created since are
         looked through for it before the create is sent again. The run then goes on with the
-        session the lost answer named, and no second one is left behind.
+        session the lost answer named, and no second one is left behind. So it does after an
+        answer that cannot be used (:class:`MalformedResponseError`, raised when no session
+        carries the token): the service may have made the session it could not describe.
         """
         body: Json = {
             "agent": _agent_reference(agent),
@@ -175,6 +184,16 @@ class SessionsAPI(ClientCore):
                     body=body,
                     telemetry_metadata=telemetry_metadata,
                 )
+            except MalformedResponseError as unusable:
+                if not tagged:
+                    raise
+                try:
+                    made = self._created_with(token, since, telemetry_metadata)
+                except ManagedAgentsError as exc:
+                    raise unusable from exc
+                if made is None:
+                    raise
+                return made
             except (TransportError, ServerError, RateLimitError) as exc:
                 # A refusal the HTTP layer gave up on proves nothing was made: give up too.
                 refused = isinstance(exc, APIError) and exc.retry_after is not None
@@ -192,7 +211,12 @@ class SessionsAPI(ClientCore):
         """The session a create request carrying ``token`` made, if it made one."""
         params = query_params({"created_at_gte": since, "order": "desc"})
         for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
-            if (session.get("metadata") or {}).get(CREATE_TOKEN_KEY) == token:
+            metadata = session.get("metadata")
+            if (
+                isinstance(metadata, Mapping)
+                and metadata.get(CREATE_TOKEN_KEY) == token
+                and session.get("id")  # a usable id, if any (the page was checked)
+            ):
                 return session
         return None
 

@@ -137,6 +137,7 @@ class ClientCore:
             parse_error=_parse_openai_error,
             authenticate=self._authenticate,
             session=http,
+            request_id_header="x-request-id",
         )
 
     @property
@@ -171,7 +172,12 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        required: tuple[str, ...] = ("id",),
+        listing: str | None = None,
     ) -> Json:
+        """The JSON object a request answers, checked (``transport._json.json_object``):
+        a resource's answer must carry its ``id`` (``required=()`` for the others); a
+        ``listing`` member (``data``), when present, must be a list of objects."""
         response = self._http.request(
             method,
             path,
@@ -182,7 +188,12 @@ class ClientCore:
             telemetry_metadata=telemetry_metadata,
         )
         return json_object(
-            response, f"{method} {path}", request_id_header="x-request-id", cut_deep=True
+            response,
+            f"{method} {path}",
+            request_id_header="x-request-id",
+            cut_deep=True,
+            required=required,
+            listing=listing,
         )
 
     def _iter_pages(
@@ -197,12 +208,15 @@ class ClientCore:
         seen: set[str] = set()
         while True:
             page = self._json(
-                "GET", path, idempotent=True, params=query, telemetry_metadata=telemetry_metadata
+                "GET",
+                path,
+                idempotent=True,
+                params=query,
+                telemetry_metadata=telemetry_metadata,
+                required=("data",),
+                listing="data",
             )
-            data = page.get("data")
-            if not isinstance(data, list):
-                raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
-            items = [item for item in data if isinstance(item, dict)]
+            items: list[Json] = page["data"]  # objects, each checked
             yield from items
             cursor = page.get("last_id") or (items[-1].get("id") if items else None)
             if not page.get("has_more") or not isinstance(cursor, str) or cursor in seen:
