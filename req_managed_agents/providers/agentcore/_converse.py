@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from req_managed_agents.errors import ProviderStreamError
+from req_managed_agents.errors import ProviderStreamError, StreamError
 from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.model._vocabulary import (
     Document,
@@ -33,7 +33,7 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._json import checked_id, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
@@ -127,8 +127,11 @@ class ConverseFold:
         if name == "contentBlockStart":
             start = body.get("start")
             tool = start.get("toolUse") if isinstance(start, Mapping) else None
-            if isinstance(tool, Mapping) and isinstance(tool.get("toolUseId"), str):
-                tool_use_id = tool["toolUseId"]
+            if isinstance(tool, Mapping):
+                try:
+                    tool_use_id = checked_id(tool.get("toolUseId"), "toolUse.toolUseId")
+                except ValueError as exc:
+                    raise StreamError(f"a tool use the harness began is unusable: {exc}") from None
                 self._names[tool_use_id] = str(tool.get("name", ""))
                 self._kinds[tool_use_id] = str(tool.get("type") or "tool_use")
                 self._inputs[tool_use_id] = []  # a reopened id keeps its first position
@@ -143,9 +146,9 @@ class ConverseFold:
                 self.text_blocks[index] = self.text_blocks.get(index, "") + delta["text"]
             tool_delta = delta.get("toolUse")
             if isinstance(tool_delta, Mapping) and isinstance(tool_delta.get("input"), str):
-                tool_use_id = self._active.get(_index(body))
-                if tool_use_id is not None:
-                    self._inputs[tool_use_id].append(tool_delta["input"])
+                active = self._active.get(_index(body))
+                if active is not None:
+                    self._inputs[active].append(tool_delta["input"])
         elif name == "contentBlockStop":
             self._active.pop(_index(body), None)
         elif name == "messageStop":
