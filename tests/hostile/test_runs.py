@@ -198,6 +198,44 @@ def _claude_running(emulator: ClaudeEmulator) -> list[str]:
     return [str(s["id"]) for s in sessions if s.get("status") == "running"]
 
 
+# Claude on Bedrock: the same paths, signed; a few answers on each. Its session lists
+# carry no metadata, so a create token cannot be looked up there: a create answered with
+# what cannot be read ends the run (its session, made and idle, does no work).
+_BEDROCK_REGION = "us-west-2"
+_SANDBOX = f"arn:aws:bedrock-agentcore:{_BEDROCK_REGION}:123456789012:sandbox/hostile-0123456789"
+_SOME = ("empty", "not-json", "list", "huge-id", "type-not-string", "item-type-not-string")
+BEDROCK = [
+    dataclasses.replace(hostile, error=MalformedResponseError)
+    if hostile.id.startswith("create-") and hostile.error is RECOVERS
+    else hostile
+    for hostile in CLAUDE
+    if (
+        hostile.id.startswith(("create", "history", "post-message", "stream"))
+        and hostile.id.endswith(_SOME)
+    )
+    or hostile.id.startswith("frame-08")
+]
+
+
+def _bedrock_start() -> ClaudeEmulator:
+    return ClaudeEmulator(
+        CLAUDE_SCRIPT, ping_interval=IDLE_TIMEOUT / 3, flavor="bedrock", region=_BEDROCK_REGION
+    )
+
+
+def _bedrock_run(emulator: ClaudeEmulator, tools: MatrixTools) -> SessionResult:
+    with emulator.provider(timeout=5, max_retries=RETRIES) as provider:
+        return run_to_completion(
+            provider,
+            PROMPT,
+            handler=tools,
+            timeout=RUN_TIMEOUT,
+            idle_timeout=IDLE_TIMEOUT,
+            agent_id=emulator.add_agent(),
+            environment_id=_SANDBOX,
+        )
+
+
 # -- OpenAI ------------------------------------------------------------------------------
 
 OPENAI_SCRIPT = [
@@ -402,6 +440,11 @@ def claude_reference() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def bedrock_reference() -> dict[str, Any]:
+    return _reference(_bedrock_start, _bedrock_run)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
 def openai_reference() -> dict[str, Any]:
     return _reference(_openai_start, _openai_run)  # type: ignore[no-any-return]
 
@@ -414,6 +457,11 @@ def agentcore_reference() -> dict[str, Any]:
 @pytest.mark.parametrize("hostile", CLAUDE, ids=[h.id for h in CLAUDE])
 def test_claude_run_meets(hostile: Hostile, claude_reference: dict[str, Any]) -> None:
     _sweep(hostile, _claude_start, _claude_run, _claude_running, claude_reference)
+
+
+@pytest.mark.parametrize("hostile", BEDROCK, ids=[h.id for h in BEDROCK])
+def test_claude_on_bedrock_run_meets(hostile: Hostile, bedrock_reference: dict[str, Any]) -> None:
+    _sweep(hostile, _bedrock_start, _bedrock_run, _claude_running, bedrock_reference)
 
 
 @pytest.mark.parametrize("hostile", OPENAI, ids=[h.id for h in OPENAI])
