@@ -316,12 +316,13 @@ def _read_body(response: requests.Response, limit: int | None) -> bool:
     pieces: list[bytes] = []
     size = 0
     for piece in response.iter_content(_STREAM_READ_SIZE):
-        pieces.append(piece)
-        size += len(piece)
-        if limit is not None and size > limit:
-            response._content = b"".join(pieces)[:limit]
+        if limit is not None and size + len(piece) > limit:
+            pieces.append(piece[: limit - size])
+            response._content = b"".join(pieces)
             response.close()
             return False
+        pieces.append(piece)
+        size += len(piece)
     response._content = b"".join(pieces)
     return True
 
