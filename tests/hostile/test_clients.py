@@ -17,7 +17,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -68,11 +68,12 @@ class Route:
     call: Call
     shape: str = "resource"  # a key of SHAPES
     member: str = "data"
+    more: Mapping[str, bytes] = field(default_factory=dict)  # answers only this route reads
 
     def answers(self) -> dict[str, bytes]:
         if self.shape == "page":
-            return _page_answers(self.member)
-        return SHAPES[self.shape]
+            return {**_page_answers(self.member), **self.more}
+        return {**SHAPES[self.shape], **self.more}
 
 
 S, T, V, C, E, W, M, F = "sesn_1", "sthr_1", "vlt_1", "vcrd_1", "env_1", "work_1", "mem_1", "f_1"
@@ -209,7 +210,22 @@ AGENTCORE = [
     ),
     Route("get_harness", lambda c: c.get_harness(_HARNESS)),
     Route("cached_harness", lambda c: c.cached_harness(_ARN)),
-    Route("runtime_arn", lambda c: c.runtime_arn(_ARN)),
+    Route(
+        "runtime_arn",
+        lambda c: c.runtime_arn(_ARN),
+        more={
+            f"runtime-arn-{name}": json.dumps(
+                {
+                    "harness": {
+                        "arn": _ARN,
+                        "harnessId": _HARNESS,
+                        "environment": {"agentCoreRuntimeEnvironment": {"agentRuntimeArn": arn}},
+                    }
+                }
+            ).encode()
+            for name, arn in (("list", [_ARN]), ("number", 5), ("huge", HUGE))
+        },
+    ),
     Route("update_harness", lambda c: c.update_harness(_HARNESS, {"maxTokens": 5})),
     Route("delete_harness", lambda c: c.delete_harness(_HARNESS), "object"),
     Route("list_harnesses", lambda c: c.list_harnesses(), "page", "harnesses"),

@@ -58,7 +58,13 @@ from tests.faults._matrix import (
     shape,
     socket_fds,
 )
-from tests.hostile._answers import FRAMES, PAGE_ANSWERS, POSTED_ANSWERS, RESOURCE_ANSWERS
+from tests.hostile._answers import (
+    FRAMES,
+    HUGE,
+    PAGE_ANSWERS,
+    POSTED_ANSWERS,
+    RESOURCE_ANSWERS,
+)
 
 Emulator = Union[ClaudeEmulator, OpenAIAgentsEmulator, AgentCoreEmulator]
 # A run that ends well: its result must be the undisturbed run's.
@@ -290,6 +296,11 @@ OPENAI = [
     ),
     # Posted inputs are answered 202 with no body: whatever comes instead is not read.
     *_each("post-results", POSTED_ANSWERS, "POST", _OPENAI_SESSION + "/events", RECOVERS),
+    Hostile(
+        "frame-00-created-huge-session-id",
+        _framing(0, json.dumps({"type": "agent.session.created", "session": {"id": HUGE}})),
+        RECOVERS,
+    ),
     # The session's creation (which names it), a turn's start, the first function call's
     # item, the status asking for results, the last idle.
     *_frames({0: "created", 1: "turn-created", 13: "item-added", 17: "requires", 31: "idle"}),
@@ -421,6 +432,10 @@ def _sweep(
         if running is not None:
             settled = emulator.wait_until(lambda: not running(emulator), 5.0)
             checks.expect(settled, f"sessions left running: {running(emulator)}")
+            made = emulator.session_ids()
+            checks.expect(len(made) <= 1, f"more than one session was made: {made}")
+            if result is not None:
+                checks.expect(made == [result.session_id], "the run is not on the session made")
         checks.no_open_streams(emulator)
     checks.nothing_left_behind(sockets_before, threads_before)
     checks.verdict()

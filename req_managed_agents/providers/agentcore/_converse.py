@@ -33,7 +33,7 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import checked_id, loads
+from req_managed_agents.transport._json import checked_id, excerpt, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
@@ -50,6 +50,8 @@ _log = get_logger(__name__)
 _END_TURN = frozenset({"end_turn", "stop_sequence"})
 # Tool kinds the harness runs itself: observed, never handed to local code.
 _SERVER_TOOL_KINDS = frozenset({"server_tool_use", "mcp_tool_use"})
+# How much of an exception frame's message an error quotes.
+_MESSAGE_CHARS = 2000
 # A toolResult text block must not be empty (the API's minimum length is 1).
 EMPTY_RESULT_TEXT = "(no output)"
 
@@ -84,13 +86,14 @@ def _decode_payload(payload: bytes) -> Any:
 
 
 def _exception_message(payload: bytes) -> str:
+    """The message of an exception frame, no longer than an error should quote."""
     decoded = _decode_payload(payload)
     if isinstance(decoded, dict):
         message = decoded.get("message") or decoded.get("Message")
         if isinstance(message, str):
-            return message
-        return json.dumps(decoded)
-    return str(decoded)
+            return excerpt(message, _MESSAGE_CHARS)
+        return excerpt(json.dumps(decoded), _MESSAGE_CHARS)
+    return excerpt(str(decoded), _MESSAGE_CHARS)
 
 
 def terminal_of(stop_reason: str | None) -> Terminal:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
+from req_managed_agents.transport._json import checked_id, malformed
 
 __all__ = ["HarnessesAPI"]
 
@@ -78,7 +79,7 @@ class HarnessesAPI(ClientCore):
 
     def runtime_arn(self, harness_arn: str) -> str | None:
         """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``); None if
-        the harness names none."""
+        the harness names none, a :class:`MalformedResponseError` if it names an unusable one."""
         environment = self.cached_harness(harness_arn).get("environment")
         runtime = (
             environment.get("agentCoreRuntimeEnvironment")
@@ -86,6 +87,12 @@ class HarnessesAPI(ClientCore):
             else None
         )
         arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
-        return arn if isinstance(arn, str) and arn else None
+        if arn is None or arn == "":
+            return None
+        try:
+            return checked_id(arn, "environment.agentCoreRuntimeEnvironment.agentRuntimeArn")
+        except ValueError as exc:
+            what = f"GET /harnesses/{harness_arn.rsplit('/', 1)[-1]}"
+            raise malformed(200, what, str(exc)) from None
 
     # -- data plane -----------------------------------------------------------------------

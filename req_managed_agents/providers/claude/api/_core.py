@@ -114,6 +114,7 @@ def _parse_anthropic_error(response: requests.Response) -> APIError:
     request_id = response.headers.get("request-id") or (
         body.get("request_id") if isinstance(body, dict) else None
     )
+    request_id = request_id if isinstance(request_id, str) else None
     return api_error(
         response.status_code,
         error_type if isinstance(error_type, str) else None,
