@@ -269,11 +269,13 @@ def json_object(
     cut_deep: bool = False,
     required: tuple[str, ...] = (),
     listing: str | None = None,
+    item_required: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A successful response's JSON object, its fields checked (:func:`check_fields`);
     ``required`` names the fields it must have, such as the ``id`` of a resource.
     ``listing`` names the member that lists items (``data`` of a page): when present (it
-    must be, if ``required`` names it) a list of objects, whose fields are checked too.
+    must be, if ``required`` names it) a list of objects, whose fields are checked too,
+    ``item_required`` naming those each must have.
     A 202 or 204 may have no body (``{}``). Anything else is a
     :class:`MalformedResponseError` saying what was wrong, quoting no more than a bounded
     prefix of the body, with the request id the service sent in ``request_id_header``."""
@@ -294,7 +296,7 @@ def json_object(
         if (items is not None or listing in required) and not isinstance(items, list):
             raise ValueError(f"{listing} is {describe(items)}, not a list")
         for index, item in enumerate(items or ()):
-            check_fields(item, f"{listing}[{index}]")
+            check_fields(item, f"{listing}[{index}]", required=item_required)
     except ValueError as exc:
         raise malformed(status, what, str(exc), request_id) from None
     return checked

@@ -48,6 +48,7 @@ PAGE_ANSWERS: dict[str, bytes] = {
     "no-data": _json({"has_more": False}),
     "data-not-list": _json({"data": {"id": "x"}}),
     "item-not-object": _json({"data": [1]}),
+    "item-no-id": _json({"data": [{"type": "x", "name": "n"}]}),
     "item-id-not-string": _json({"data": [{"id": 5, "type": "x"}]}),
     "item-huge-id": _json({"data": [{"id": HUGE, "type": "x"}]}),
     "item-type-not-string": _json({"data": [{"id": "x_1", "type": {"a": 1}}]}),

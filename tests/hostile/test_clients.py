@@ -69,11 +69,12 @@ class Route:
     shape: str = "resource"  # a key of SHAPES
     member: str = "data"
     more: Mapping[str, bytes] = field(default_factory=dict)  # answers only this route reads
+    usable: tuple[str, ...] = ()  # answers of its shape this route can use
 
     def answers(self) -> dict[str, bytes]:
-        if self.shape == "page":
-            return {**_page_answers(self.member), **self.more}
-        return {**SHAPES[self.shape], **self.more}
+        shared = _page_answers(self.member) if self.shape == "page" else SHAPES[self.shape]
+        kept = {name: body for name, body in shared.items() if name not in self.usable}
+        return {**kept, **self.more}
 
 
 S, T, V, C, E, W, M, F = "sesn_1", "sthr_1", "vlt_1", "vcrd_1", "env_1", "work_1", "mem_1", "f_1"
@@ -120,7 +121,8 @@ CLAUDE = [
     Route("delete_memory_store", lambda c: c.delete_memory_store(MS)),
     Route("create_memory", lambda c: c.create_memory(MS, "/a.md", "x")),
     Route("get_memory", lambda c: c.get_memory(MS, M)),
-    Route("list_memories", lambda c: c.list_memories(MS), "page"),
+    # A memory_prefix item (a folder) has no id.
+    Route("list_memories", lambda c: c.list_memories(MS), "page", usable=("item-no-id",)),
     Route("update_memory", lambda c: c.update_memory(MS, M, {"content": "y"})),
     Route("delete_memory", lambda c: c.delete_memory(MS, M)),
     Route("get_memory_version", lambda c: c.get_memory_version(MS, "memver_1")),
@@ -234,6 +236,7 @@ AGENTCORE = [
         lambda c: c.list_harness_versions(_HARNESS),
         "page",
         "harnessVersions",
+        usable=("item-no-id",),  # a version is read whole, by nothing in particular
     ),
     Route("create_harness_endpoint", lambda c: c.create_harness_endpoint(_HARNESS, "E")),
     Route("get_harness_endpoint", lambda c: c.get_harness_endpoint(_HARNESS, "E")),

@@ -161,10 +161,12 @@ class ClientCore:
         listing: str | None = None,
         wrapped: str | None = None,
         required: tuple[str, ...] = (),
+        item_required: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """The JSON object a control-plane request answers, checked (see
-        :func:`json_object`): ``listing`` names the member a page lists its items in,
-        ``wrapped`` the one an answer wraps its resource in."""
+        :func:`json_object`): ``listing`` names the member a page lists its items in (each
+        with the ``item_required`` fields), ``wrapped`` the one an answer wraps its
+        resource in."""
         response = self._control.request(
             method,
             path,
@@ -175,16 +177,25 @@ class ClientCore:
             deadline=deadline,
         )
         return json_object(
-            response, method, path, listing=listing, wrapped=wrapped, required=required
+            response,
+            method,
+            path,
+            listing=listing,
+            wrapped=wrapped,
+            required=required,
+            item_required=item_required,
         )
 
-    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
-        """Every item of a control-plane list, following ``nextToken`` to the last page."""
+    def _paged(self, path: str, member: str, *required: str) -> list[dict[str, Any]]:
+        """Every item of a control-plane list, following ``nextToken`` to the last page;
+        each must carry the ``required`` fields."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
         seen_tokens: set[str] = set()
         while True:
-            page = self._control_json("GET", path, params=params, listing=member)
+            page = self._control_json(
+                "GET", path, params=params, listing=member, item_required=required
+            )
             # The service leaves the member out of an empty list (ListHarnesses does).
             items.extend(page.get(member) or ())  # objects, each checked
             token = page.get("nextToken")
@@ -207,12 +218,19 @@ def json_object(
     listing: str | None = None,
     wrapped: str | None = None,
     required: tuple[str, ...] = (),
+    item_required: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """A successful answer's JSON object, checked (``transport._json.json_object``); with
     ``wrapped``, the object it wraps under that name (``{"harness": {...}}``), whose fields
     are checked and whose ``required`` ones must be there and not empty."""
     what = f"{method} {path}"
-    body = checked_json(response, what, request_id_header=REQUEST_ID_HEADER, listing=listing)
+    body = checked_json(
+        response,
+        what,
+        request_id_header=REQUEST_ID_HEADER,
+        listing=listing,
+        item_required=item_required,
+    )
     if wrapped is None:
         return body
     try:

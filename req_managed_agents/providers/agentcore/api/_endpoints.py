@@ -62,7 +62,9 @@ class EndpointsAPI(ClientCore):
 
     def list_harness_endpoints(self, harness_id: str) -> list[dict[str, Any]]:
         """Every endpoint of a harness, following ``nextToken`` to the last page."""
-        return self._paged(f"/harnesses/{segment(harness_id)}/endpoints", "endpoints")
+        return self._paged(
+            f"/harnesses/{segment(harness_id)}/endpoints", "endpoints", "endpointName"
+        )
 
     def update_harness_endpoint(
         self,

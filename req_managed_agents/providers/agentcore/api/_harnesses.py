@@ -39,7 +39,7 @@ class HarnessesAPI(ClientCore):
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
-        return self._paged("/harnesses", "harnesses")
+        return self._paged("/harnesses", "harnesses", "arn", "harnessId")
 
     def update_harness(
         self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None

@@ -204,10 +204,12 @@ class ClientCore:
         cut_deep: bool = False,
         required: tuple[str, ...] = ("id",),
         listing: str | None = None,
+        item_required: tuple[str, ...] = (),
     ) -> Json:
         """The JSON object a request answers, checked (``transport._json.json_object``):
         a resource's answer must carry its ``id`` (``required=()`` for the others); a
-        ``listing`` member (``data``), when present, must be a list of objects."""
+        ``listing`` member (``data``), when present, must be a list of objects, each with
+        the ``item_required`` fields."""
         response = self._http.request(
             method,
             path,
@@ -218,7 +220,12 @@ class ClientCore:
             telemetry_metadata=telemetry_metadata,
         )
         return json_object(
-            response, f"{method} {path}", cut_deep=cut_deep, required=required, listing=listing
+            response,
+            f"{method} {path}",
+            cut_deep=cut_deep,
+            required=required,
+            listing=listing,
+            item_required=item_required,
         )
 
     def _list_all(
@@ -227,8 +234,9 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        item_required: tuple[str, ...] = ("id",),
     ) -> list[Json]:
-        return list(self._iter_pages(path, params, headers, telemetry_metadata))
+        return list(self._iter_pages(path, params, headers, telemetry_metadata, item_required))
 
     def _iter_pages(
         self,
@@ -236,10 +244,13 @@ class ClientCore:
         params: Mapping[str, Any] | None,
         headers: Mapping[str, str] | None,
         telemetry_metadata: Mapping[str, Any] | None,
+        item_required: tuple[str, ...] = ("id",),
         cut_deep: bool = False,
     ) -> Iterator[Json]:
         """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end;
-        ``cut_deep`` for pages of events, whose tool inputs may nest absurdly deep."""
+        every item must carry the ``item_required`` fields (its ``id``, unless a list holds
+        what has none); ``cut_deep`` for pages of events, whose tool inputs may nest
+        absurdly deep."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen_cursors: set[str] = set()
         while True:
@@ -253,6 +264,7 @@ class ClientCore:
                 cut_deep=cut_deep,
                 required=("data",),
                 listing="data",
+                item_required=item_required,
             )
             yield from page["data"]  # a list of objects, each checked
             cursor = page.get("next_page")

@@ -174,10 +174,12 @@ class ClientCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
         required: tuple[str, ...] = ("id",),
         listing: str | None = None,
+        item_required: tuple[str, ...] = (),
     ) -> Json:
         """The JSON object a request answers, checked (``transport._json.json_object``):
         a resource's answer must carry its ``id`` (``required=()`` for the others); a
-        ``listing`` member (``data``), when present, must be a list of objects."""
+        ``listing`` member (``data``), when present, must be a list of objects, each with
+        the ``item_required`` fields."""
         response = self._http.request(
             method,
             path,
@@ -194,6 +196,7 @@ class ClientCore:
             cut_deep=True,
             required=required,
             listing=listing,
+            item_required=item_required,
         )
 
     def _iter_pages(
@@ -203,7 +206,8 @@ class ClientCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Iterator[Json]:
         """Follow the ``after`` cursor (a page's ``last_id``, else its last item's id) while
-        ``has_more`` says there is more; stop iterating and no further page is asked for."""
+        ``has_more`` says there is more; stop iterating and no further page is asked for.
+        Every item must carry its ``id``."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen: set[str] = set()
         while True:
@@ -215,10 +219,11 @@ class ClientCore:
                 telemetry_metadata=telemetry_metadata,
                 required=("data",),
                 listing="data",
+                item_required=("id",),
             )
             items: list[Json] = page["data"]  # objects, each checked
             yield from items
-            cursor = page.get("last_id") or (items[-1].get("id") if items else None)
+            cursor = page.get("last_id") or (items[-1]["id"] if items else None)
             if not page.get("has_more") or not isinstance(cursor, str) or cursor in seen:
                 return  # a server repeating a cursor would otherwise loop forever
             seen.add(cursor)
