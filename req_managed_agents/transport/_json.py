@@ -275,10 +275,11 @@ def json_object(
     ``required`` names the fields it must have, such as the ``id`` of a resource.
     ``listing`` names the member that lists items (``data`` of a page): when present (it
     must be, if ``required`` names it) a list of objects, whose fields are checked too,
-    ``item_required`` naming those each must have.
-    A 202 or 204 may have no body (``{}``). Anything else is a
-    :class:`MalformedResponseError` saying what was wrong, quoting no more than a bounded
-    prefix of the body, with the request id the service sent in ``request_id_header``."""
+    ``item_required`` naming those each must have. A 202 or 204 may have no body (``{}``).
+
+    Anything else is a :class:`MalformedResponseError` saying what was wrong, quoting no
+    more than a bounded prefix of the body, with the request id the service sent in
+    ``request_id_header``."""
     status = response.status_code
     request_id = response.headers.get(request_id_header)
     if not response.content:
