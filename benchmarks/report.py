@@ -34,6 +34,7 @@ import _eventstream_bench
 import _openai_bench
 import _peers
 import _sse_bench
+import _text_bench
 import import_time
 import session as session_bench
 from _table import README, Row, full_table, merged_table, ratio, write_readme
@@ -49,6 +50,7 @@ ROW_ORDER = (
     "per-turn overhead",
     "OpenAI session throughput",
     "OpenAI tool turn",
+    "streamed text",
     "tool concurrency",
     "memory",
     "batch",
@@ -252,6 +254,7 @@ def sections(repeat: int) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("per-turn overhead", lambda: _claude_session_bench.overhead_rows(200, repeat)),
         ("openai events/s", lambda: _openai_bench.event_rows(20_000, repeat)),
         ("openai tool turn", lambda: _openai_bench.tool_turn_rows(3)),
+        ("streamed text", lambda: _text_bench.text_rows(repeat=min(repeat, 3))),
         ("tool concurrency", lambda: tool_rows(3)),
         ("memory", lambda: memory_rows(20)),
         ("batch", lambda: batch_rows(200)),

@@ -27,6 +27,7 @@
     │   ├── ElicitationRequiredError          an MCP server asks a person, and nothing may answer
     │   ├── UnfinishedToolCallError           a tool call started earlier never finished
     │   └── AmbiguousRunError                 a keyed run cannot tell whether its input landed
+    ├── LedgerError                           the tool ledger holds a record it cannot use
     ├── ArtifactError                         a session artifact operation failed
     │   ├── ArtifactNotFoundError (KeyError)  no artifact of that name
     │   ├── InvalidArtifactNameError (ValueError)  a name that is unsafe or unusable
@@ -75,6 +76,7 @@ __all__ = [
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "InvalidArtifactNameError",
+    "LedgerError",
     "MalformedResponseError",
     "ManagedAgentsError",
     "MissingDependencyError",
@@ -119,13 +121,10 @@ class MissingDependencyError(ConfigurationError, ImportError):
 
 
 class APIError(ManagedAgentsError):
-    """The provider answered with an HTTP error status.
-
-    ``error_type`` is the provider's own error code (``"not_found_error"``,
-    ``"ValidationException"``, ...), ``request_id`` the id to quote to provider support,
-    ``retry_after`` the seconds the server asked to wait before trying again (a 429, 503 or
-    529 may say), if it did.
-    """
+    """The provider answered with an HTTP error status: ``error_type`` is its own error code
+    (``"not_found_error"``, ``"ValidationException"``, ...), ``request_id`` the id to quote to
+    provider support, ``retry_after`` the seconds the server asked to wait before trying
+    again (a 429, 503 or 529 may say), if it did."""
 
     def __init__(
         self,
@@ -142,12 +141,9 @@ class APIError(ManagedAgentsError):
         self.error_type = error_type
         self.request_id = request_id
         self.body = redact_value(body)
-        detail = f"HTTP {status_code}"
-        if error_type:
-            detail += f" {error_type}"
+        detail = f"HTTP {status_code}" + (f" {error_type}" if error_type else "")
         detail += f": {message}" if message else ""
-        if request_id:
-            detail += f" (request id {request_id})"
+        detail += f" (request id {request_id})" if request_id else ""
         super().__init__(detail)
         self.message = redact(message)
 
@@ -180,10 +176,9 @@ class ServerError(APIError):
 
 
 class MalformedResponseError(APIError):
-    """A success whose body cannot be used: empty or not JSON, of the wrong shape, a field
-    missing or of the wrong type, an id or other value far over any real one's size, a body
-    over the size limit. ``message`` names the request and what was wrong, quoting at most a
-    short excerpt of the answer; ``body`` is not kept."""
+    """A success whose body cannot be used (empty, not JSON, of the wrong shape; a field
+    missing, of the wrong type or far over any real one's size; over the size limit):
+    ``message`` names the request and what was wrong, quoting a short excerpt at most."""
 
 
 class TransportError(ManagedAgentsError):
@@ -282,10 +277,8 @@ class ElicitationRequiredError(SessionError):
 
 class UnresolvedRequiresActionError(SessionError):
     """The provider waits for an answer the session cannot give: no unanswered tool call
-    could be found, or a provider tool asks permission and nothing may decide it.
-
-    Sending an empty result list is rejected by the provider, so the session stops here.
-    """
+    could be found, or a provider tool asks permission and nothing may decide it. Sending an
+    empty result list is rejected by the provider, so the session stops here."""
 
     def __init__(
         self, stop_reason: Any, *, session_id: str | None = None, reason: str | None = None
@@ -316,12 +309,21 @@ class AmbiguousRunError(SessionError):
     """A run named by an ``idempotency_key`` cannot go on safely: it stopped between sending
     an input and seeing its turn end, on a provider whose history cannot be read to tell
     whether the input landed, so nothing is sent again (it could run that turn twice); or
-    another process is continuing it. ``session_id`` names the provider session to look at.
-    """
+    another process is continuing it. ``session_id`` names the provider session to look at."""
 
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+class LedgerError(ManagedAgentsError):
+    """The tool ledger found a record it cannot use under ``key`` (written by something else
+    sharing the store, or damaged), or one that keeps changing under it: nothing was run on
+    its strength. ``key`` names the record to look at."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class ArtifactError(ManagedAgentsError):
@@ -385,10 +387,7 @@ class UnknownTagError(ProvisioningError, KeyError):
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
-        super().__init__(f"unknown tag {ref!r}")
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__(f"unknown tag {ref!r}")  # ManagedAgentsError's str, not KeyError's
 
 
 class PartialPruneError(ProvisioningError):

@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,6 +31,8 @@ from req_managed_agents.errors import AuthenticationError, ConfigurationError, N
 __all__ = ["add_command", "run_command"]
 
 _KEY_VARIABLE = "ANTHROPIC_ENVIRONMENT_KEY"
+_BASH_LIMITS = ("processes", "address_space", "file_size", "open_files", "cpu_seconds")
+_SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 EPILOG = f"""\
 examples:
@@ -44,9 +47,10 @@ The environment key comes from {_KEY_VARIABLE}, or from the file named by
 
 Each session gets its own folder, <workdir>/<session_id> (mode 0700); the built-in
 tools cannot leave it, and bash runs confined to it with --sandbox bwrap (auto: where
-bubblewrap works, else unconfined with a warning). --ledger keeps each tool call to
-one run across restarts: a restarted worker posts what finished before instead of
-running it again.
+bubblewrap works, else unconfined with a warning), its processes under limits
+(--bash-limit processes=256 --bash-limit address_space=4G, say). --ledger keeps each
+tool call to one run across restarts: a restarted worker posts what finished before
+instead of running it again.
 
 {EXIT_STATUS_HELP}"""
 
@@ -102,6 +106,16 @@ def add_command(commands: Any) -> None:
         "--network", action="store_true", help="let bash reach the network inside the sandbox"
     )
     worker.add_argument(
+        "--bash-limit",
+        type=_bash_limit,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a limit of bash's processes, repeatable: processes, address_space, file_size "
+        "(bytes; K, M, G suffixes), open_files or cpu_seconds; 'none' lifts one "
+        "(default: the toolset's ShellLimits)",
+    )
+    worker.add_argument(
         "--max-sessions", type=positive_int, default=4, metavar="N", help="sessions at once"
     )
     worker.add_argument(
@@ -126,6 +140,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     key = _environment_key(args.environment_key_file)
     from req_managed_agents.cli._run import load_handler
     from req_managed_agents.providers import ClaudeManagedAgents
+    from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS
     from req_managed_agents.worker import EnvironmentWorker, WorkItemReport
 
     handler = load_handler(args.tools) if args.tools else None
@@ -155,6 +170,7 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             workdir=args.workdir,
             sandbox=args.sandbox,
             network=args.network,
+            limits=replace(DEFAULT_SHELL_LIMITS, **dict(args.bash_limit)),
             max_sessions=args.max_sessions,
             ledger=ledger,
             on_unfinished=args.on_unfinished,
@@ -182,6 +198,24 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise CliError(str(exc), hint="check --environment-id", code=EXIT_API) from None
     print("rma worker: stopped; every served item released", file=sys.stderr, flush=True)
     return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
+
+
+def _bash_limit(text: str) -> tuple[str, int | None]:
+    """One ``--bash-limit NAME=VALUE``: a field of ShellLimits and a whole number (a K, M
+    or G suffix multiplies by 1024 once, twice, thrice) or ``none``; ShellLimits checks
+    the value's range."""
+    name, _, value = text.partition("=")
+    if name not in _BASH_LIMITS:
+        raise argparse.ArgumentTypeError(
+            f"{name!r} is not one of {', '.join(_BASH_LIMITS)} (give NAME=VALUE)"
+        )
+    if value.lower() == "none":
+        return name, None
+    scale = _SIZE_SUFFIXES.get(value[-1:].upper(), 1)
+    digits = value[:-1] if scale > 1 else value
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"{name}: not a whole number or 'none': {value!r}")
+    return name, int(digits) * scale
 
 
 def _environment_key(path: Path | None) -> str:

@@ -36,8 +36,10 @@ from req_managed_agents.model._vocabulary import SessionResult
 __all__ = ["Progress"]
 
 # A notebook display is redrawn at most this often while text streams (each redraw sends
-# the whole text to the browser).
+# the whole text to the browser), and never more often than to spend a tenth of the time
+# redrawing: as the text grows, so does the wait between two redraws.
 NOTEBOOK_REDRAW_SECONDS = 0.1
+NOTEBOOK_REDRAW_SHARE = 0.1
 
 
 class Progress:
@@ -173,7 +175,7 @@ class _NotebookView(_View):
         self._handle = handle
         self._text: list[str] = []
         self._line = "starting"
-        self._drawn = 0.0
+        self._next = 0.0  # when text may be redrawn next
 
     def text(self, text: str) -> None:
         self._text.append(text)
@@ -192,12 +194,14 @@ class _NotebookView(_View):
 
     def _redraw(self, *, force: bool) -> None:
         now = time.monotonic()
-        if not force and now - self._drawn < NOTEBOOK_REDRAW_SECONDS:
+        if not force and now < self._next:
             return
-        self._drawn = now
-        shown = "".join(self._text).rstrip("\n")
+        self._text = ["".join(self._text)]  # the next redraw joins only what came since
+        shown = self._text[0].rstrip("\n")
         body = f"{shown}\n\n[{self._line}]" if shown else f"[{self._line}]"
         self._handle.update({"text/plain": body}, raw=True)
+        took = time.monotonic() - now
+        self._next = now + max(NOTEBOOK_REDRAW_SECONDS, took / NOTEBOOK_REDRAW_SHARE)
 
 
 def _isatty(stream: TextIO) -> bool:

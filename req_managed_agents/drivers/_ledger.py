@@ -35,9 +35,11 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from req_managed_agents.drivers._leases import DEFAULT_LEASE, Leases, watch
+from req_managed_agents.errors import LedgerError
 from req_managed_agents.model._vocabulary import ContentBlock, Document, Image, ToolResult
 from req_managed_agents.stores import MemoryStore, Store
 from req_managed_agents.stores._base import RecordStore
@@ -60,6 +62,9 @@ RUNNING_ELSEWHERE = (
     "this tool call is being run by another worker resuming this session ({owner}); it was "
     "not run here"
 )
+# How often a claim or a binding is tried again when its record vanished (expired, forgotten)
+# between a failed create and the read of what holds it.
+_CLAIM_ATTEMPTS = 3
 _log = get_logger(__name__)
 
 
@@ -72,6 +77,9 @@ class LedgerEntry:
     owner: str
     result: ToolResult | None = None
     record: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    tool_use_id: str = ""
+    # Known to be still held by its owner (as :meth:`ToolLedger.await_finish` left it).
+    live: bool = False
 
     @property
     def finished(self) -> bool:
@@ -81,10 +89,16 @@ class LedgerEntry:
 class ToolLedger:
     """Per session and tool call id: "started", then the result. Thread-safe, and
     process-safe as far as its store is; ``ttl`` (seconds, ``None``: forever) bounds how
-    long an entry is kept."""
+    long an entry is kept; ``lease`` (seconds) how long a claim stays live once its owner
+    stops renewing it."""
 
     def __init__(
-        self, store: Store | None = None, *, prefix: str = "ledger", ttl: float | None = DEFAULT_TTL
+        self,
+        store: Store | None = None,
+        *,
+        prefix: str = "ledger",
+        ttl: float | None = DEFAULT_TTL,
+        lease: float = DEFAULT_LEASE,
     ) -> None:
         if ttl is not None and not 0 < ttl < float("inf"):
             raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
@@ -93,10 +107,10 @@ class ToolLedger:
         self.store: Store = store if store is not None else MemoryStore()
         self.ttl = ttl
         self._records: RecordStore = records_of(self.store)
+        self._leases = Leases(self._records, lease=lease, ttl=ttl)
+        self.lease = self._leases.lease
         self._prefix = prefix
         self._owner = f"{socket.gethostname()}:{os.getpid()}"
-        self._lock = threading.Lock()
-        self._claims: dict[str, dict[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"ToolLedger({self.store!r}, ttl={self.ttl!r})"
@@ -105,37 +119,35 @@ class ToolLedger:
 
     def entry(self, session_id: str, tool_use_id: str) -> LedgerEntry | None:
         """What the ledger holds for a call, if anything."""
-        return _entry(self._records.get_record(self._key(session_id, tool_use_id)))
+        key = self._key(session_id, tool_use_id)
+        return _entry(key, self._records.get_record(key))
 
     def claim(
         self, session_id: str, tool_use_id: str, *, over: LedgerEntry | None = None
     ) -> LedgerEntry | None:
         """Record that the call starts now: ``None`` when this caller may run it, else the
         entry found (another caller's claim, or the call's result). With ``over`` (an
-        unfinished entry read before), take that claim over instead - which only one caller
-        can do."""
+        unfinished entry whose lease lapsed), take that claim over instead - which only one
+        caller can do. The claim is held (its lease renewed) until :meth:`finish` or
+        :meth:`release`."""
         key = self._key(session_id, tool_use_id)
         record = {"started_at": time.time(), "owner": self._owner, "claim": secrets.token_hex(8)}
-        if over is None:
-            taken = self._records.add_record(key, record, ttl=self.ttl)
-        else:
-            taken = self._records.replace_record(key, dict(over.record), record, ttl=self.ttl)
-        if taken:
-            with self._lock:
-                self._claims[key] = record
-            return None
-        found = self.entry(session_id, tool_use_id)
-        if found is None:  # expired or forgotten in between: try once more
-            return self.claim(session_id, tool_use_id)
-        return found
+        for _ in range(_CLAIM_ATTEMPTS):
+            if over is None:
+                taken = self._leases.add(key, record)
+            else:
+                taken = self._leases.take(key, over.record, record)
+            if taken is not None:
+                return None
+            found = self.entry(session_id, tool_use_id)
+            if found is not None:
+                return found
+            over = None  # expired or forgotten in between: claim it afresh
+        raise LedgerError(f"the ledger entry {key!r} keeps changing; the call was not run", key)
 
     def release(self, session_id: str, tool_use_id: str) -> None:
         """Drop this caller's claim of a call that never started."""
-        key = self._key(session_id, tool_use_id)
-        with self._lock:
-            record = self._claims.pop(key, None)
-        if record is not None:
-            self._records.delete_record(key, record)
+        self._leases.release(self._key(session_id, tool_use_id), delete=True)
 
     def finish(
         self,
@@ -148,15 +160,17 @@ class ToolLedger:
         """Record the call's answer over this caller's claim (or over ``over``, an entry
         read before, for an answer given without running the call)."""
         key = self._key(session_id, tool_use_id)
-        with self._lock:
-            claimed = self._claims.pop(key, None)
-        before = claimed if claimed is not None else dict(over.record) if over else None
+        held = self._leases.held(key)
+        before = held if held is not None else dict(over.record) if over else None
         record = {
             "started_at": (before or {}).get("started_at", time.time()),
             "owner": (before or {}).get("owner", self._owner),
             "result": _result_record(result),
         }
-        if before is not None and self._records.replace_record(key, before, record, ttl=self.ttl):
+        if held is not None:
+            if self._leases.change(key, record, keep=False):
+                return
+        elif before is not None and self._records.replace_record(key, before, record, ttl=self.ttl):
             return
         if not self._records.add_record(key, record, ttl=self.ttl):
             _log.warning(
@@ -164,6 +178,32 @@ class ToolLedger:
                 "recorded over it",
                 tool_use_id,
             )
+
+    def await_finish(
+        self,
+        session_id: str,
+        entry: LedgerEntry,
+        *,
+        stop: threading.Event,
+        deadline: float | None = None,
+    ) -> LedgerEntry | None:
+        """Wait while another owner's claim of a call is live: the entry once it finished
+        or its lease lapsed (``None`` if it vanished). Still live when ``deadline`` (a
+        monotonic time) passes or ``stop`` is set: that entry, whose :attr:`LedgerEntry.live`
+        is then True."""
+        tool_use_id = entry.tool_use_id
+        key = self._key(session_id, tool_use_id)
+        last, live = watch(
+            lambda: self._records.get_record(key),
+            entry.record,
+            settled=lambda record: "result" in record,
+            stop=stop,
+            deadline=deadline,
+        )
+        found = _entry(key, last)
+        if found is None:
+            return None
+        return replace(found, live=live)
 
     def forget(self, session_id: str) -> int:
         """Drop every entry of a session that is over; how many there were."""
@@ -175,18 +215,25 @@ class ToolLedger:
         """Make ``key`` name ``binding`` (a session and what the run sent), unless it names
         one already; the binding in force either way."""
         name = self._binding_key(key)
-        if self._records.add_record(name, dict(binding), ttl=self.ttl):
-            return dict(binding)
-        found = self._records.get_record(name)
-        if isinstance(found, dict):
-            return found
-        # Expired between the two calls: bind again.
-        return self.bind(key, binding)
+        for _ in range(_CLAIM_ATTEMPTS):
+            if self._records.add_record(name, dict(binding), ttl=self.ttl):
+                return dict(binding)
+            found = self.binding(key)
+            if found is not None:
+                return found
+        raise LedgerError(f"the binding of idempotency key {key!r} keeps changing", name)
 
     def binding(self, key: str) -> dict[str, Any] | None:
         """What ``key`` names, if anything."""
-        found = self._records.get_record(self._binding_key(key))
-        return found if isinstance(found, dict) else None
+        name = self._binding_key(key)
+        found = self._records.get_record(name)
+        if found is None or (isinstance(found, dict) and isinstance(found.get("phase"), str)):
+            return found
+        raise LedgerError(
+            f"the ledger record {name!r} of idempotency key {key!r} is not a binding "
+            f"(found {_shape(found)}); delete it or use another key",
+            name,
+        )
 
     def rebind(self, key: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
         """Move ``key`` from ``before`` to ``after`` (compare-and-set)."""
@@ -206,16 +253,42 @@ def _escape(part: str) -> str:
     return part.replace("%", "%25").replace(":", "%3A")
 
 
-def _entry(record: Any) -> LedgerEntry | None:
-    if not isinstance(record, Mapping):
+def _unescape(part: str) -> str:
+    return part.replace("%3A", ":").replace("%25", "%")
+
+
+def _entry(key: str, record: Any) -> LedgerEntry | None:
+    """The entry a record holds; a record of another shape is a :class:`LedgerError`."""
+    if record is None:
         return None
-    result = record.get("result")
+    started = record.get("started_at") if isinstance(record, Mapping) else None
+    result = record.get("result") if isinstance(record, Mapping) else None
+    if (
+        not isinstance(record, Mapping)
+        or isinstance(started, bool)
+        or not isinstance(started, (int, float))
+        or not isinstance(record.get("owner"), str)
+        or not (result is None or isinstance(result, Mapping))
+    ):
+        raise LedgerError(
+            f"the ledger record {key!r} is not a tool call entry (found {_shape(record)}); "
+            "delete it to let the call run, or answer it yourself",
+            key,
+        )
     return LedgerEntry(
-        started_at=float(record.get("started_at") or 0.0),
-        owner=str(record.get("owner") or ""),
-        result=_result(result) if isinstance(result, Mapping) else None,
+        started_at=float(started),
+        owner=str(record["owner"]),
+        result=_result(result) if result is not None else None,
         record=dict(record),
+        tool_use_id=_unescape(key.rsplit(":", 1)[1]),
     )
+
+
+def _shape(value: Any) -> str:
+    """A record's shape for an error message, never its content."""
+    if isinstance(value, Mapping):
+        return "an object with keys " + ", ".join(sorted(map(str, value))[:8])
+    return f"a JSON {type(value).__name__}"
 
 
 def _result_record(result: ToolResult) -> dict[str, Any]:

@@ -15,6 +15,7 @@ lost response) gets the recorded result.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -321,15 +322,25 @@ class TurnLoop:
         rest run now, each claimed on its own thread right before it starts."""
         session_id = conversation.info.session_id
         ledger, policy = self.ledger, self.settings.on_unfinished
+        timeout = self.settings.tool_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         answers: dict[str, ToolResult] = {}
         new: list[ToolUse] = []
         takeovers: dict[str, LedgerEntry] = {}
         for tool_use in tool_uses:
             found = ledger.entry(session_id, tool_use.id)
+            if found is not None and not found.finished:
+                # Another worker may be running it now: wait while its lease is renewed.
+                found = ledger.await_finish(session_id, found, stop=stop, deadline=deadline)
+                if stop.is_set():
+                    raise ToolRunCancelled
             if found is None:
                 new.append(tool_use)
             elif found.result is not None:
                 answers[tool_use.id] = replace(found.result, tool_use_id=tool_use.id)
+            elif found.live:
+                message = RUNNING_ELSEWHERE.format(owner=found.owner)
+                answers[tool_use.id] = ToolResult(tool_use.id, message, is_error=True)
             elif policy == "rerun":
                 takeovers[tool_use.id] = found
                 new.append(tool_use)
@@ -367,15 +378,22 @@ class _LedgerGuard:
         self.session_id = session_id
         self.takeovers = takeovers
 
-    def begin(self, tool_use: ToolUse) -> ToolResult | None:
+    def begin(self, tool_use: ToolUse, cancelled: threading.Event) -> ToolResult | None:
         found = self.ledger.claim(
             self.session_id, tool_use.id, over=self.takeovers.get(tool_use.id)
         )
         if found is None:
-            return None
+            return None  # ours to run
+        if not found.finished:
+            # Claimed by another worker an instant ago: its answer is this call's answer.
+            found = self.ledger.await_finish(self.session_id, found, stop=cancelled) or found
         if found.result is not None:
             return replace(found.result, tool_use_id=tool_use.id)
-        return ToolResult(tool_use.id, RUNNING_ELSEWHERE.format(owner=found.owner), is_error=True)
+        if found.live:
+            message = RUNNING_ELSEWHERE.format(owner=found.owner)
+            return ToolResult(tool_use.id, message, is_error=True)
+        # Its owner stopped while it ran: it may have had its effect, so it is not run here.
+        return ToolResult(tool_use.id, UNFINISHED_MESSAGE, is_error=True)
 
     def release(self, tool_use: ToolUse) -> None:
         self.ledger.release(self.session_id, tool_use.id)

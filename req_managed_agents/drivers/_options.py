@@ -188,6 +188,8 @@ def split_options(
             mine[name] = dict(mine[name] or {})
     if mine.get("outcome") is not None:
         mine["outcome"] = _outcome(mine["outcome"], provider)
+        if mine.get("idempotency_key") is not None:
+            raise ConfigurationError("idempotency_key keys a prompt; an outcome cannot be keyed")
     settings = Settings(**mine)
     _check(settings, handler)
     return settings, connect

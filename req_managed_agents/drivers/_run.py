@@ -29,7 +29,7 @@ from req_managed_agents.model._vocabulary import (
 from req_managed_agents.tools._handler import describe_exception
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["DONE", "Run"]
+__all__ = ["DONE", "Run", "RunText"]
 
 _log = get_logger(__name__)
 
@@ -187,3 +187,22 @@ class Run:
             terminal_tool_input=self.terminal_tool_input(),
             outcome=self.outcome,
         )
+
+
+class RunText:
+    """The session's ``on_text`` sink for its provider (a
+    :class:`~req_managed_agents.providers._base.TextSink`): a conversation outlives its runs,
+    so each report goes to the text tracker of the run going on, if any."""
+
+    def __init__(self, run: Callable[[], Run | None]) -> None:
+        self._run = run
+
+    def __call__(self, message: str, text: str, final: bool) -> None:
+        run = self._run()
+        if run is not None:
+            run.tracker.update(message, text, final)
+
+    def append(self, message: str, text: str) -> None:
+        run = self._run()
+        if run is not None:
+            run.tracker.append(message, text)

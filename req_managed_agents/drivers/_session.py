@@ -22,12 +22,18 @@ from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
 from req_managed_agents.drivers._options import SessionOptions, Settings, split_options
-from req_managed_agents.drivers._run import DONE, Run
+from req_managed_agents.drivers._run import DONE, Run, RunText
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_most
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
 from req_managed_agents.model._stream import StreamItem
 from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
-from req_managed_agents.providers._base import Aborted, Conversation, Provider, takes_first_prompt
+from req_managed_agents.providers._base import (
+    Aborted,
+    Conversation,
+    CreateToken,
+    Provider,
+    takes_first_prompt,
+)
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
 from req_managed_agents.transport._redact import get_logger
@@ -380,20 +386,22 @@ class Session:
         (a reattached session's), the prompt still to send, and the run's key binding."""
         if self._conversation is not None:
             return self._conversation, None, prompt, None
-        first = {"prompt": prompt or DEFAULT_PROMPT} if takes_first_prompt(self._provider) else {}
+        # Passed only where they apply: a provider of the user's own may take neither.
+        takes_prompt = takes_first_prompt(self._provider)
+        first: dict[str, Any] = {"prompt": prompt or DEFAULT_PROMPT} if takes_prompt else {}
+        tools = self._handler.schemas() if isinstance(self._handler, Tools) else None
 
-        def open_conversation(resume: str | None) -> Conversation:
+        def open_conversation(resume: str | None, token: CreateToken | None = None) -> Conversation:
             conversation = self._provider.open_conversation(
                 self._connect,
                 on_event=self._deliver,
-                on_text=self._text,
-                handler_tools=(
-                    self._handler.schemas() if isinstance(self._handler, Tools) else None
-                ),
+                on_text=RunText(lambda: self._run),
+                handler_tools=tools,
                 metadata=self._settings.metadata,
                 telemetry_metadata=self._settings.telemetry,
                 cancelled=stop,
                 resume=resume,
+                **({} if token is None else {"create_token": token}),
                 **first,
             )
             with self._lock:
@@ -409,11 +417,7 @@ class Session:
         if key is None:
             conversation = open_conversation(None)
             return conversation, conversation.resume(), prompt, None
-        text = prompt or DEFAULT_PROMPT
-        keyed, conversation, resumed, pending = KeyedRun.open(
-            self._ledger, key, text, open_conversation
-        )
-        return conversation, resumed, text if pending else None, keyed
+        return KeyedRun.start(self._ledger, key, prompt or DEFAULT_PROMPT, open_conversation)
 
     def _deliver(self, event: Mapping[str, Any]) -> None:
         """Every raw event: into the run's record, then to ``handle_event`` (errors logged)."""
@@ -423,24 +427,15 @@ class Session:
         if self._event_handler is None:
             return
         conversation = self._conversation
-        info = (
-            conversation.info if conversation is not None else SessionInfo("", self._provider.name)
-        )
+        info = conversation.info if conversation else SessionInfo("", self._provider.name)
         try:
             self._event_handler.handle_event(event, info)
         except Exception as exc:
             _log.warning("handle_event raised %s; continuing", describe_exception(exc))
 
-    def _text(self, message: str, text: str, final: bool) -> None:
-        run = self._run
-        if run is not None:
-            run.tracker.update(message, text, final)
-
     def _drive(
         self, prompt: str | None, outcome: Outcome | None, run: Run, stop: threading.Event
     ) -> SessionResult:
-        if self._settings.idempotency_key is not None and outcome is not None:
-            raise ConfigurationError("idempotency_key keys a prompt; an outcome cannot be keyed")
         first = self._conversation is None
         conversation, resumed, prompt, keyed = self._open(run, stop, prompt)
         telemetry.emit("session.start", {"system_time": time.time()}, self._meta(run))

@@ -43,9 +43,10 @@ class ToolRunCancelled(Exception):
 class CallGuard(Protocol):
     """Decides, on a call's own thread, whether it runs, and hears how it ended."""
 
-    def begin(self, tool_use: ToolUse) -> ToolResult | None:
+    def begin(self, tool_use: ToolUse, cancelled: threading.Event) -> ToolResult | None:
         """Claim the call: ``None`` when this thread may run it, else the answer to give
-        instead (a result recorded elsewhere, or why it may not run)."""
+        instead (a result recorded elsewhere, or why it may not run). A wait here (for
+        another worker running the call) ends when ``cancelled`` is set."""
         ...
 
     def release(self, tool_use: ToolUse) -> None:
@@ -155,7 +156,7 @@ class _Turn:
             return ToolResult(use.id, _NOT_STARTED, is_error=True)
         if guard is not None:
             try:
-                answer = guard.begin(use)
+                answer = guard.begin(use, call.context.cancelled)
             except Exception as exc:
                 reason = "could not record this tool call before running it, so it was not run"
                 return ToolResult(use.id, f"{reason}: {describe_exception(exc)}", is_error=True)

@@ -10,6 +10,11 @@ yields only the new part. If a report contradicts what was yielded (a retried at
 wrote something else), a :class:`TextReset` withdraws the message's text first and the new
 text follows, so a consumer that applies resets always shows what the provider recorded.
 Joining the deltas of a message between resets gives exactly its final text.
+
+A provider reports each delta as a piece that follows the text it reported so far
+(:meth:`TextTracker.append`), and the whole text only where it must (a restart, the recorded
+message): a piece costs its own length, so a message of ``n`` deltas costs time linear in its
+length, however long it grows.
 """
 
 from __future__ import annotations
@@ -114,6 +119,32 @@ ItemSink = Callable[[StreamItem], None]
 FINISHED_MESSAGES_KEPT = 1000
 
 
+class _Shown:
+    """One message's text yielded since its last reset, and how far into it the provider's
+    text so far reaches: that text is always ``text()[:reported]``."""
+
+    __slots__ = ("length", "pieces", "reported")
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.length = 0
+        self.reported = 0
+
+    def text(self) -> str:
+        if len(self.pieces) > 1:
+            self.pieces = ["".join(self.pieces)]  # joined once, then kept joined
+        return self.pieces[0] if self.pieces else ""
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.length += len(piece)
+        self.reported = self.length
+
+    def replace(self, text: str) -> None:
+        self.pieces = [text] if text else []
+        self.length = self.reported = len(text)
+
+
 class TextTracker:
     """Turns "the text of message M so far" reports into exactly-once text items.
 
@@ -122,7 +153,7 @@ class TextTracker:
 
     def __init__(self, emit: ItemSink) -> None:
         self._emit = emit
-        self._shown: dict[str, str] = {}
+        self._shown: dict[str, _Shown] = {}
         # Finished messages, to drop their duplicates: bounded over a long session.
         self._done = RecentSet(FINISHED_MESSAGES_KEPT)
 
@@ -130,18 +161,60 @@ class TextTracker:
         """Report ``text``, the whole text of ``message`` so far; ``final`` once recorded."""
         if message in self._done:
             return  # a duplicate of a finished message
-        shown = self._shown.get(message, "")
-        if text.startswith(shown):
-            if len(text) > len(shown):
-                self._emit(TextDelta(text[len(shown) :], message))
-                self._shown[message] = text
-        elif not shown.startswith(text) or final:
+        shown = self._shown.get(message)
+        before = shown.text() if shown is not None else ""
+        if text.startswith(before):
+            if len(text) > len(before):
+                self._emit(TextDelta(text[len(before) :], message))
+                self._state(message).replace(text)
+            elif shown is not None:
+                shown.reported = len(text)
+        elif not before.startswith(text) or final:
             # Not a replay still catching up: the text changed under what was shown.
-            self._emit(TextReset(message))
-            if text:
-                self._emit(TextDelta(text, message))
-            self._shown[message] = text
+            self._reset(message, text)
+        elif shown is not None:
+            shown.reported = len(text)  # a replay, caught up to here
         if final:
             self._done.add(message)
             self._shown.pop(message, None)
             self._emit(MessageDone(text, message))
+
+    def append(self, message: str, piece: str) -> None:
+        """Report that ``piece`` follows the text of ``message`` reported so far: as
+        :meth:`update` with that text and ``piece``, in time proportional to ``piece``."""
+        if message in self._done:
+            return
+        shown = self._state(message)
+        at = shown.reported
+        if at == shown.length:  # the provider is at the end of what was shown
+            if piece:
+                shown.add(piece)
+                self._emit(TextDelta(piece, message))
+            return
+        # A replay (the text started over): the piece repeats what was shown, goes past
+        # it, or says something else.
+        text = shown.text()
+        end = at + len(piece)
+        if end <= shown.length:
+            if text.startswith(piece, at):
+                shown.reported = end
+                return
+        elif piece.startswith(text[at:]):
+            new = piece[shown.length - at :]
+            shown.add(new)
+            self._emit(TextDelta(new, message))
+            return
+        self._reset(message, text[:at] + piece)
+
+    def _state(self, message: str) -> _Shown:
+        shown = self._shown.get(message)
+        if shown is None:
+            shown = self._shown[message] = _Shown()
+        return shown
+
+    def _reset(self, message: str, text: str) -> None:
+        """Withdraw what was shown of ``message`` and show ``text`` instead."""
+        self._emit(TextReset(message))
+        if text:
+            self._emit(TextDelta(text, message))
+        self._state(message).replace(text)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import difflib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
@@ -29,7 +30,9 @@ from req_managed_agents.model._vocabulary import (
 __all__ = [
     "Aborted",
     "Conversation",
+    "CreateToken",
     "EventSink",
+    "Origin",
     "Provider",
     "TextSink",
     "check_options",
@@ -40,11 +43,45 @@ __all__ = [
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
-TextSink = Callable[[str, str, bool], None]
-"""``on_text(message, text_so_far, final)``: the whole text of one agent message so far
-(``message`` is a key unique in the session); ``final`` once the provider recorded it."""
+
+
+class TextSink(Protocol):
+    """Where a provider reports the agent's text as it is written, per message (``message``
+    is a key unique in the session). A delta goes to :meth:`append`, which costs its own
+    length: a message written in ``n`` deltas is shown in time linear in its length, where
+    reporting its whole text each time would cost ``n`` times that."""
+
+    def __call__(self, message: str, text: str, final: bool) -> None:
+        """``text`` is the whole text of ``message`` so far: ``""`` when the provider
+        starts it over (a reconnect's preview, an invocation sent again), all of it when a
+        delta changed it before its end (a delta to an earlier content block), and - with
+        ``final`` - the message as the provider recorded it, which settles it."""
+        ...
+
+    def append(self, message: str, text: str) -> None:
+        """``text`` follows the text of ``message`` reported so far: the same as reporting
+        that text with ``text`` added, at the cost of ``text`` alone."""
+        ...
+
+
 Confirmations = Sequence[tuple[ToolUse, Decision]]
 Elicitations = Sequence[tuple[Elicitation, ElicitationAnswer]]
+Origin = Literal["created", "adopted", "reattached"]
+"""Where a conversation's provider session came from: ``created`` by the call that opened
+it; ``adopted``, found by its create token (an earlier attempt of the same keyed run made it
+and was lost before it could say so); ``reattached``, an existing session the caller named."""
+
+
+@dataclass(frozen=True)
+class CreateToken:
+    """How a keyed run creates its session so that it can always be found again: ``value``
+    goes into the new session's metadata (or names it, where the caller picks session ids).
+    ``look_since`` (epoch seconds) is set on a retry: an earlier attempt may have created a
+    session since then and died before recording it; the provider looks for it first and
+    adopts it, rather than leave it behind empty and make another."""
+
+    value: str
+    look_since: float | None = None
 
 
 class Aborted(Exception):
@@ -57,6 +94,10 @@ class Conversation(Protocol):
     :meth:`close`: they only send a request or close I/O."""
 
     info: SessionInfo
+    origin: Origin
+    # Whether the provider lets us read the session's history (so :meth:`delivered` can
+    # answer): where it does not, a keyed run records its own progress instead.
+    keeps_history: bool
 
     def resume(self) -> TurnResult | None:
         """For a reattached session, its current turn (tool uses still unanswered, or the
@@ -109,15 +150,22 @@ class Conversation(Protocol):
         """Release the session's connections; the provider-side session is left as is."""
         ...
 
-    def delivered(self, prompt: str) -> bool | None:
-        """Whether the session's history shows ``prompt`` as a user message: ``None`` where
-        the provider keeps no history it lets us read. A keyed run asks, when it continues
-        a session, so that a prompt already delivered is never sent again."""
+    def history_mark(self) -> str | None:
+        """Where the session's history stands now: an opaque mark (``None``: at its start,
+        or where no history can be read) that :meth:`delivered` looks after."""
+        ...
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        """Whether the session's history, after the mark ``after``, shows ``prompt`` as a
+        user message: ``None`` where the provider keeps no history it lets us read. A keyed
+        run asks, when it continues a session, so that a prompt already delivered is never
+        sent again - and an earlier prompt of the same text is not taken for it."""
         ...
 
     def discard(self) -> None:
-        """Close a session this conversation created and never used (a keyed run that
-        lost the race to another process), deleting it at the provider where it exists."""
+        """Let go of a session this conversation opened and never used (a keyed run that
+        lost the race to another process): deleted at the provider only when this call
+        created it (``origin == "created"``), else just closed."""
         ...
 
 
@@ -140,6 +188,7 @@ class Provider(Protocol):
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
         cancelled: threading.Event | None = None,
         resume: str | None = None,
+        create_token: CreateToken | None = None,
     ) -> Conversation:
         """Create or reattach a provider session described by the driver's ``**connect``.
 
@@ -149,6 +198,8 @@ class Provider(Protocol):
         provider that waits here (for a stream to attach, say) stops waiting then, and
         leaves nothing running behind it. ``resume`` names a provider session to reattach
         to, whatever the options say (a keyed run continuing the session its key names).
+        ``create_token``: a session this call creates carries it, and one an earlier attempt
+        created with it is adopted (see :class:`CreateToken`).
         """
         ...
 

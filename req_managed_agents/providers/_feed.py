@@ -41,7 +41,7 @@ from req_managed_agents.errors import (
     TransportError,
 )
 from req_managed_agents.model._vocabulary import SessionInfo
-from req_managed_agents.providers._base import Aborted
+from req_managed_agents.providers._base import Aborted, Origin
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import read_chunks, shutdown_response
@@ -347,6 +347,8 @@ class FeedConversation:
     see the turn of, and letting go of the session."""
 
     info: SessionInfo
+    origin: Origin
+    keeps_history = True
     _feed: StreamFeed
     _aborted: bool
 
@@ -359,8 +361,11 @@ class FeedConversation:
         self._feed.stop(join_timeout=0.5)
 
     def discard(self) -> None:
-        """Close a session this conversation created and never used, deleting it."""
+        """Let go of a session this conversation opened and never used: deleted only when
+        this call created it - never a session someone else made or named."""
         self.abort()
+        if self.origin != "created":
+            return
         try:
             self._delete_session()
         except ManagedAgentsError as exc:

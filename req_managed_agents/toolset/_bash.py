@@ -1,10 +1,11 @@
 """The ``bash`` tool: one ``bash -c`` per call, in the workdir, with a scrubbed environment.
 
 Each call starts a fresh shell in the working directory (inside the sandbox when there
-is one), so nothing - a ``cd``, a variable, a background job - carries over from one
-call to the next, and ``restart`` has nothing to restart. The shell's environment is
-built, not inherited: ``PATH``, the locale, ``TERM=dumb``, ``HOME`` set to the working
-directory, and the toolset's ``env`` extras; no credential of this process reaches it.
+is one, under the limits of :mod:`._limits`), so nothing - a ``cd``, a variable, a
+background job - carries over from one call to the next, and ``restart`` has nothing to
+restart. The shell's environment is built, not inherited: ``PATH``, the locale,
+``TERM=dumb``, ``HOME`` set to the working directory, and the toolset's ``env`` extras;
+no credential of this process reaches it.
 
 The answer follows the reference toolset: stdout then stderr (stderr first when the
 command failed, since the reason is usually there), terminal escapes removed; a command
@@ -55,12 +56,13 @@ def shell_environment(workdir: str, extras: Mapping[str, str] | None) -> dict[st
 
 @dataclass(frozen=True)
 class BashTool:
-    """``bash`` over one workdir and sandbox (``shell`` is the bash, or sh, to run);
-    ``timeout`` caps every call, in seconds."""
+    """``bash`` over one workdir and sandbox; ``launch`` are the words that run a
+    command in the shell under its limits (:func:`._limits.shell_launch`), ``timeout``
+    caps every call, in seconds."""
 
     workdir: str
     sandbox: Sandbox
-    shell: str
+    launch: tuple[str, ...]
     env: Mapping[str, str]
     timeout: float
     max_output: int
@@ -81,7 +83,7 @@ class BashTool:
             timeout = min(timeout, timeout_ms / 1000)
         try:
             done = _process.run(
-                [*self.sandbox.prefix, self.shell, "-c", command],
+                [*self.sandbox.prefix, *self.launch, command],
                 cwd=self.workdir,
                 env=self.env,
                 timeout=timeout,

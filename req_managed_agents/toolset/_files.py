@@ -4,7 +4,9 @@
 selects part of it; an end of 0 or less means the last line), or an image or PDF as a
 content block. ``write`` and ``edit`` never write into an existing file: they write a new
 one beside it and rename it over the old, so a reader never sees half a file and a hard
-link planted in the workdir cannot carry a write to the file it shares.
+link planted in the workdir cannot carry a write to the file it shares. Each holds the
+file's lock (:mod:`._locks`) from its read to its rename, so concurrent changes of one
+file all land.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from req_managed_agents.model._vocabulary import Document, Image, ToolResult
 from req_managed_agents.tools._handler import ToolContext
 from req_managed_agents.toolset._failure import ToolFailure, shown
 from req_managed_agents.toolset._inputs import optional_flag, required_text
+from req_managed_agents.toolset._locks import holding
 from req_managed_agents.toolset._paths import CREATE_FILE, OPEN_FILE, Location, Workdir
 
 __all__ = ["FileTools"]
@@ -83,7 +86,7 @@ class FileTools:
         given = input.get("file_path")
         parts = self.workdir.parts(given, "file_path")
         data = _encoded(required_text(input, "content"))
-        with self.workdir.locate(parts, create_dirs=True) as location:
+        with self.workdir.locate(parts, create_dirs=True) as location, holding(location):
             _replace(location, data)
         return ToolResult(context.tool_use_id, f"wrote {len(data)} bytes to {given}")
 
@@ -96,7 +99,7 @@ class FileTools:
         replace_all = optional_flag(input, "replace_all")
         if not old:
             raise ToolFailure("old_string is empty; use write to create or replace a file")
-        with self.workdir.locate(parts) as location:
+        with self.workdir.locate(parts) as location, holding(location):
             with os.fdopen(_open_regular(location), "rb") as file:
                 if os.fstat(file.fileno()).st_size > EDIT_MAX_BYTES:
                     raise ToolFailure(

@@ -12,6 +12,7 @@ starting with a dot match like any other.
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass
 from typing import Union
 
@@ -38,6 +39,8 @@ class _Wild(enum.Enum):
     GLOBSTAR = "**"
 
 
+_NOT_IN_NAMES = (0, ord("/"))
+
 _Token = Union[str, _Wild, _Class]  # a literal character, STAR, ANY or a class
 _Segment = Union[_Wild, tuple[_Token, ...]]  # GLOBSTAR, or the tokens of one name
 
@@ -60,7 +63,7 @@ def compile_glob(pattern: str) -> GlobPattern:
     """Compile ``pattern``, refusing absolute ones and ``..``, which would leave the root."""
     expanded = _expand(pattern)
     split = [_split(alternative) for alternative in expanded]
-    if any(".." in names for names in split):
+    if any(_names_only(_compile_name(name), "..") for names in split for name in names):
         raise ToolFailure("pattern may not contain '..'")
     if any(alternative.startswith("/") for alternative in expanded):
         raise ToolFailure(
@@ -84,6 +87,40 @@ def compile_glob(pattern: str) -> GlobPattern:
 
 def _split(pattern: str) -> list[str]:
     return [name for name in pattern.split("/") if name not in ("", ".")]
+
+
+def _names_only(segment: _Segment, name: str) -> bool:
+    """Whether ``segment`` matches ``name`` and nothing else, however it is spelled:
+    ``..``, ``\\.\\.``, ``[.][.]``, ``.[.]``... (a wildcard that matches ``..`` among
+    other names is no way out: the walk never lists ``..``)."""
+    tokens = () if isinstance(segment, _Wild) else segment
+    return len(tokens) == len(name) and all(map(_accepts_only, tokens, name))
+
+
+def _accepts_only(token: _Token, char: str) -> bool:
+    """Whether ``token`` accepts ``char`` and no other character a name can hold."""
+    if isinstance(token, str):
+        return token == char
+    if not isinstance(token, _Class):
+        return False
+    spans: list[tuple[int, int]] = []  # the code points the class accepts
+    lowest = 0
+    for low, high in sorted((ord(low), ord(high)) for low, high in token.ranges if low <= high):
+        if not token.negated:
+            spans.append((low, high))
+        elif low > lowest:
+            spans.append((lowest, low - 1))
+        lowest = max(lowest, high + 1)
+    if token.negated and lowest <= sys.maxunicode:
+        spans.append((lowest, sys.maxunicode))
+    for impossible in _NOT_IN_NAMES:  # a negated class accepts them, names never hold them
+        spans = [
+            piece
+            for low, high in spans
+            for piece in ((low, min(high, impossible - 1)), (max(low, impossible + 1), high))
+            if piece[0] <= piece[1]
+        ]
+    return bool(spans) and all(span == (ord(char), ord(char)) for span in spans)
 
 
 def _is_magic(name: str) -> bool:

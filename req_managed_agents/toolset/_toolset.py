@@ -20,6 +20,7 @@ from req_managed_agents.tools._handler import ToolContext, ToolOutput
 from req_managed_agents.toolset._bash import BashTool, shell_environment
 from req_managed_agents.toolset._failure import ToolFailure, describe_os_error
 from req_managed_agents.toolset._files import FileTools
+from req_managed_agents.toolset._limits import DEFAULT_SHELL_LIMITS, ShellLimits, shell_launch
 from req_managed_agents.toolset._paths import Workdir
 from req_managed_agents.toolset._sandbox import choose_sandbox, shell_path
 from req_managed_agents.toolset._search import GREP_TIMEOUT, SearchTools
@@ -57,10 +58,19 @@ class AgentToolset:
       runs it unconfined; ``"auto"`` (the default) uses bwrap when a trial run works,
       else runs unconfined. Unconfined, it warns once, with
       :class:`UnsandboxedWarning`. ``sandbox`` then tells which is in effect.
+    - ``limits`` bound what every process of a ``bash`` call may use - processes,
+      address space, file size, open files, CPU seconds (:class:`ShellLimits`; the
+      defaults unless told, ``None`` for none). The process limit is the kernel's
+      per-user count: inside the sandbox it counts the sandbox's processes only, so a
+      fork flood fails there while other sessions go on; unconfined it counts all of
+      this user's processes; and the kernel never applies it to root. They need bash
+      (a system with only ``sh`` runs with ``limits=None``).
     - ``max_output`` bounds every answer, in characters.
 
     Calls may come from several threads at once; the toolset holds no state between
-    them (nothing persists from one ``bash`` call to the next).
+    them (nothing persists from one ``bash`` call to the next), and ``write`` and
+    ``edit`` of one file - through this toolset or any other in the process - take
+    turns, so each change lands.
     """
 
     names: frozenset[str] = AGENT_TOOL_NAMES
@@ -74,6 +84,7 @@ class AgentToolset:
         bash_timeout: float = DEFAULT_BASH_TIMEOUT,
         max_output: int = DEFAULT_MAX_OUTPUT,
         env: Mapping[str, str] | None = None,
+        limits: ShellLimits | None = DEFAULT_SHELL_LIMITS,
     ) -> None:
         if os.name != "posix":
             raise ConfigurationError("AgentToolset needs a POSIX system")
@@ -98,15 +109,15 @@ class AgentToolset:
             )
         place = Workdir(workdir)
         environment = shell_environment(place.real, env)
+        launch = shell_launch(shell_path(), limits)
         if not isinstance(cast(object, sandbox), str):
             raise ConfigurationError(f"sandbox must be a string, not {type(sandbox).__name__}")
         chosen = choose_sandbox(sandbox, place.real, network=network)
         self._workdir, self._sandbox, self._network = place, chosen.mode, network
+        self._limits = limits
         files = FileTools(place, max_output)
         search = SearchTools(place, max_output, min(GREP_TIMEOUT, float(bash_timeout)))
-        bash = BashTool(
-            place.real, chosen, shell_path(), environment, float(bash_timeout), max_output
-        )
+        bash = BashTool(place.real, chosen, launch, environment, float(bash_timeout), max_output)
         self._tools: dict[str, _Tool] = {
             "bash": bash,
             "read": files.read,
@@ -131,6 +142,11 @@ class AgentToolset:
         """Whether ``bash`` can reach the network: as asked inside the sandbox, always
         outside it."""
         return self._network or self._sandbox == "none"
+
+    @property
+    def limits(self) -> ShellLimits | None:
+        """The limits of every ``bash`` call's processes, as given (``None``: none)."""
+        return self._limits
 
     def __repr__(self) -> str:
         return f"AgentToolset({self.workdir!r}, sandbox={self.sandbox!r})"

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-__all__ = ["RetryPolicy", "parse_retry_after", "parse_should_retry", "pause"]
+__all__ = ["RetryPolicy", "SendBudget", "parse_retry_after", "parse_should_retry", "pause"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,38 @@ class RetryPolicy:
         so Ctrl-C in the main thread interrupts it at once."""
         seconds = self.delay(attempt, retry_after)
         return pause(seconds if limit is None else min(seconds, limit), stop)
+
+
+class SendBudget:
+    """How many more times one input may go out, counted across every layer that sends it.
+
+    Retry loops nest: the HTTP client retries a request, a delivery resends an input whose
+    answer was lost, a result that overtook its call is posted again. Each asks the same
+    budget before it sends, so one input never goes out more than ``sends`` times in all -
+    the named maximum of the loop that owns it - however the layers' own policies add up.
+    Thread-safe.
+    """
+
+    def __init__(self, sends: int) -> None:
+        if sends < 1:
+            raise ValueError("a send budget allows at least one send")
+        self.sends = sends
+        self._left = sends
+        self._lock = threading.Lock()
+
+    @property
+    def left(self) -> int:
+        """Sends not spent yet."""
+        with self._lock:
+            return self._left
+
+    def spend(self) -> bool:
+        """Take one send; False when none is left (then nothing may go out)."""
+        with self._lock:
+            if self._left <= 0:
+                return False
+            self._left -= 1
+            return True
 
 
 def pause(seconds: float, stop: threading.Event | None = None) -> bool:

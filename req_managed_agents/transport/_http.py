@@ -5,11 +5,8 @@ Providers plug in what differs: how to read an error body, how to authenticate a
 request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS) and
 which header carries the service's request id.
 
-A body that is not streamed is read here, and no further than a limit: a successful answer
-up to :data:`~req_managed_agents.transport._json.MAX_BODY_BYTES` (a longer one is a
-:class:`~req_managed_agents.errors.MalformedResponseError`), an error's first
-:data:`ERROR_BODY_BYTES` (what its message and type need), so that no answer can take the
-process's memory.
+A body that is not streamed is read no further than a limit (:mod:`._bodies`), so that no
+answer can take the process's memory.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from req_managed_agents.errors import (
     ConfigurationError,
     ConflictError,
     IdleTimeoutError,
-    MalformedResponseError,
     ManagedAgentsError,
     NotFoundError,
     RateLimitError,
@@ -47,14 +43,16 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.transport._backoff import (
     RetryPolicy,
+    SendBudget,
     parse_retry_after,
     parse_should_retry,
     pause,
 )
-from req_managed_agents.transport._json import MAX_BODY_BYTES, malformed
+from req_managed_agents.transport._bodies import ERROR_BODY_BYTES, read_body, too_long
+from req_managed_agents.transport._json import MAX_BODY_BYTES
 from req_managed_agents.transport._redact import get_logger, redact
 
-__all__ = ["ERROR_BODY_BYTES", "HttpClient", "api_error", "read_chunks", "shutdown_response"]
+__all__ = ["HttpClient", "api_error", "read_chunks", "shutdown_response"]
 
 _log = get_logger(__name__)
 
@@ -65,8 +63,6 @@ _MAX_CONNECT_TIMEOUT = 10.0
 # handful of concurrent sessions, as in a web server; a bigger pool costs nothing unused.
 POOL_SIZE = 64
 _STREAM_READ_SIZE = 64 * 1024
-# How much of an error answer is read: its message and type are at the start.
-ERROR_BODY_BYTES = 64 * 1024
 
 # Control characters in a header value: http.client refuses most, and no credential holds one.
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
@@ -202,6 +198,7 @@ class HttpClient:
         telemetry_metadata: Mapping[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
+        budget: SendBudget | None = None,
         max_body: int | None = MAX_BODY_BYTES,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
@@ -210,9 +207,10 @@ class HttpClient:
         when no response arrived. A retry wait ends early when ``cancelled`` is set.
         ``retry`` overrides the client's policy for this request; ``deadline`` (a
         :func:`time.monotonic` time) caps every socket wait and forbids a retry that could
-        not finish before it. Unless ``stream``, the body is read before this returns, up to
-        ``max_body`` bytes (None: all of it, for a file download): a longer one is a
-        :class:`MalformedResponseError`.
+        not finish before it; every send, retries included, spends one of ``budget``'s (an
+        input's, shared with the loops above that resend it). Unless ``stream``, the body is
+        read before this returns, up to ``max_body`` bytes (None: all of it, for a file
+        download): a longer one is a :class:`MalformedResponseError`.
         """
         policy = retry or self.retry
         url = self.base_url + path
@@ -231,6 +229,10 @@ class HttpClient:
         )
         attempt = 0
         while True:
+            if budget is not None and not budget.spend():
+                raise TransportError(
+                    f"{method} {path}: its send budget ({budget.sends}) is spent", not_sent=True
+                )
             prepared = self._prepare(request)
             meta = {
                 **(telemetry_metadata or {}),
@@ -258,14 +260,17 @@ class HttpClient:
                     if not stream:
                         failed = response.status_code >= 300
                         limit = ERROR_BODY_BYTES if failed else max_body
-                        if not _read_body(response, limit) and not failed:
+                        if not read_body(response, limit) and not failed:
                             outcome["status"] = response.status_code
-                            raise self._too_long(response, f"{method} {path}", limit)
+                            what = f"{method} {path}"
+                            raise too_long(response, what, limit, self.request_id_header)
                 except requests.RequestException as exc:
                     failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
                     failure.__cause__ = exc
                     outcome["status"] = None
-                    if not _may_retry_transport(policy, exc, idempotent, attempt):
+                    if not _may_retry_transport(policy, exc, idempotent, attempt) or not (
+                        budget is None or budget.left
+                    ):
                         raise failure from exc
                 except (ValueError, OSError) as exc:
                     # Raised before anything was sent (a CA bundle path that does not exist, a
@@ -283,7 +288,8 @@ class HttpClient:
                     api_failure = self._parse_error(response)
                     response.close()
                     retry_after = parse_retry_after(response.headers)
-                    retrying = attempt < policy.max_retries and policy.should_retry(
+                    retrying = attempt < policy.max_retries and (budget is None or budget.left)
+                    retrying = retrying and policy.should_retry(
                         api_failure.status_code,
                         api_failure.error_type,
                         idempotent=idempotent,
@@ -300,31 +306,6 @@ class HttpClient:
             if not pause(delay, cancelled):
                 raise TransportError(f"{method} {path} cancelled while waiting to retry")
             attempt += 1
-
-    def _too_long(
-        self, response: requests.Response, what: str, limit: int | None
-    ) -> MalformedResponseError:
-        response.close()  # the rest is never read: the connection is not reused
-        request_id = response.headers.get(self.request_id_header)
-        problem = f"the answer is longer than {limit} bytes"
-        return malformed(response.status_code, what, problem, request_id)
-
-
-def _read_body(response: requests.Response, limit: int | None) -> bool:
-    """Read the body into ``response.content``, up to ``limit`` bytes (a longer one is cut
-    there, and the connection closed); whether it was all read."""
-    pieces: list[bytes] = []
-    size = 0
-    for piece in response.iter_content(_STREAM_READ_SIZE):
-        if limit is not None and size + len(piece) > limit:
-            pieces.append(piece[: limit - size])
-            response._content = b"".join(pieces)
-            response.close()
-            return False
-        pieces.append(piece)
-        size += len(piece)
-    response._content = b"".join(pieces)
-    return True
 
 
 def _pooled_session() -> requests.Session:

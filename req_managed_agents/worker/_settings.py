@@ -24,7 +24,7 @@ from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedr
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.providers.claude.api._core import segment
 from req_managed_agents.tools._handler import Handler
-from req_managed_agents.toolset import AgentToolset
+from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS, AgentToolset, ShellLimits
 from req_managed_agents.toolset._sandbox import SANDBOXES
 from req_managed_agents.transport._config import credential, required_setting
 from req_managed_agents.transport._redact import Secret
@@ -72,6 +72,7 @@ def check_settings(
     toolset: object,
     sandbox: object,
     network: object,
+    limits: object,
     max_sessions: object,
     ledger: object,
     on_unfinished: object,
@@ -106,7 +107,7 @@ def check_settings(
             f"not be a {type(handler).__name__}"
         )
     folder = _workdir(workdir)
-    factory, mode = _toolset(toolset, folder, sandbox, network)
+    factory, mode = _toolset(toolset, folder, sandbox, network, limits)
     if ledger is not None and not isinstance(ledger, ToolLedger):
         raise ConfigurationError(f"ledger must be a ToolLedger, not {type(ledger).__name__}")
     if on_unfinished not in _UNFINISHED:
@@ -148,7 +149,7 @@ def _workdir(workdir: object) -> Path:
 
 
 def _toolset(
-    toolset: object, workdir: Path, sandbox: object, network: object
+    toolset: object, workdir: Path, sandbox: object, network: object, limits: object
 ) -> tuple[ToolsetFactory, str | None]:
     """The built-in tools' maker. The default's sandbox is chosen once, here: bwrap is tried
     on the workdir (a raise for ``"bwrap"`` that cannot work, a loud warning for ``"auto"``
@@ -156,19 +157,23 @@ def _toolset(
     if toolset is not None:
         if not callable(toolset):
             raise ConfigurationError("toolset must be a callable taking a session's folder")
-        if sandbox != "auto" or network is not False:
+        if sandbox != "auto" or network is not False or limits != DEFAULT_SHELL_LIMITS:
             raise ConfigurationError(
-                "sandbox and network shape the default toolset; with toolset= set them there"
+                "sandbox, network and limits shape the default toolset; with toolset= set "
+                "them there"
             )
         return cast("ToolsetFactory", toolset), None
     if sandbox not in SANDBOXES:
         raise ConfigurationError(f"sandbox must be one of {SANDBOXES}, not {sandbox!r}")
     if not isinstance(network, bool):
         raise ConfigurationError(f"network must be True or False, not {network!r}")
-    mode = AgentToolset(workdir, sandbox=cast(Any, sandbox), network=network).sandbox
+    shell_limits = cast("ShellLimits | None", limits)  # AgentToolset checks it
+    mode = AgentToolset(
+        workdir, sandbox=cast(Any, sandbox), network=network, limits=shell_limits
+    ).sandbox
 
     def default_toolset(folder: Path) -> Handler:
-        return AgentToolset(folder, sandbox=mode, network=network)
+        return AgentToolset(folder, sandbox=mode, network=network, limits=shell_limits)
 
     return default_toolset, mode
 

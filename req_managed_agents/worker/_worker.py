@@ -31,6 +31,7 @@ from req_managed_agents.errors import APIError, ConfigurationError, ManagedAgent
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.providers.claude.api._work import MAX_BLOCK_MS
 from req_managed_agents.tools._handler import Handler
+from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS, ShellLimits
 from req_managed_agents.transport._backoff import RetryPolicy, pause
 from req_managed_agents.transport._redact import get_logger
 from req_managed_agents.worker._item import ItemServer, WorkItemReport
@@ -67,11 +68,11 @@ class EnvironmentWorker:
     the item's sessions token: the agent's built-in tool calls (``bash``, ``read``,
     ``write``, ``edit``, ``glob``, ``grep``) run in the session's own folder,
     ``<workdir>/<session_id>`` (mode 0700), through ``toolset(folder)`` (default: an
-    :class:`~req_managed_agents.toolset.AgentToolset` with ``sandbox`` and ``network``,
-    whose bwrap sandbox is tried once, here); every other call goes to ``handler`` (an
-    unknown-tool error without one), whose ``handle_event`` and ``handle_confirmation``
-    hooks apply too. When the session has been idle ``idle_grace`` seconds, or ends, its
-    item is stopped.
+    :class:`~req_managed_agents.toolset.AgentToolset` with ``sandbox``, ``network`` and
+    ``limits``, whose bwrap sandbox is tried once, here); every other call goes to
+    ``handler`` (an unknown-tool error without one), whose ``handle_event`` and
+    ``handle_confirmation`` hooks apply too. When the session has been idle
+    ``idle_grace`` seconds, or ends, its item is stopped.
 
     ``environment_key`` (default: ``ANTHROPIC_ENVIRONMENT_KEY``) authorizes the polls;
     ``provider`` (a :class:`ClaudeManagedAgents`) gives the URL, timeouts and connection
@@ -95,6 +96,7 @@ class EnvironmentWorker:
         toolset: ToolsetFactory | None = None,
         sandbox: Literal["auto", "bwrap", "none"] = "auto",
         network: bool = False,
+        limits: ShellLimits | None = DEFAULT_SHELL_LIMITS,
         max_sessions: int = 4,
         ledger: ToolLedger | None = None,
         on_unfinished: UnfinishedPolicy = "error",
@@ -115,6 +117,7 @@ class EnvironmentWorker:
             toolset=toolset,
             sandbox=sandbox,
             network=network,
+            limits=limits,
             max_sessions=max_sessions,
             ledger=ledger,
             on_unfinished=on_unfinished,

@@ -8,12 +8,15 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from req_managed_agents.cli import _main as _cli
+from req_managed_agents.cli._worker import _BASH_LIMITS, _bash_limit
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from req_managed_agents.toolset import ShellLimits
 from req_managed_agents.toolset._sandbox import _bwrap_prefix
 from tests.support.cli import fails, one_error_line, rma
 
@@ -40,7 +43,8 @@ def test_it_serves_with_a_key_from_a_file_and_stops_cleanly_on_sigterm(
     emulator, environment_id = hosted
     key_file = tmp_path / "key"
     key_file.write_text(emulator.environment_key(environment_id) + "\n")
-    script = [Turn(server_tool_calls=[call("bash", command="echo hi > hi.txt")]), "done"]
+    command = "echo hi > hi.txt; ulimit -Hn >> hi.txt"
+    script = [Turn(server_tool_calls=[call("bash", command=command)]), "done"]
     with emulator.provider() as provider:
         session = provider.client.create_session(emulator.add_agent(script), environment_id)
         message = {"type": "user.message", "content": [{"type": "text", "text": "go"}]}
@@ -62,6 +66,7 @@ def test_it_serves_with_a_key_from_a_file_and_stops_cleanly_on_sigterm(
             "worker",
             *("--environment-id", environment_id, "--workdir", str(tmp_path / "work")),
             *("--environment-key-file", str(key_file), "--idle-grace", "0.2"),
+            *("--bash-limit", "open_files=77", "--bash-limit", "cpu_seconds=none"),
         )
     finally:
         returned.set()
@@ -69,7 +74,7 @@ def test_it_serves_with_a_key_from_a_file_and_stops_cleanly_on_sigterm(
     assert code == 0
     assert out.startswith("work_")
     assert f"session {session['id']}: stopped" in out
-    assert (tmp_path / "work" / session["id"] / "hi.txt").read_text() == "hi\n"
+    assert (tmp_path / "work" / session["id"] / "hi.txt").read_text() == "hi\n77\n"
     assert "envkey_" not in out + capsys.readouterr().err
 
 
@@ -129,6 +134,8 @@ def test_a_refused_environment_key_says_which_key_to_check(
         (["--environment-id", "env_1", "--workdir", "w", "--idle-grace", "-1"], "negative"),
         (["--environment-id", "env_1", "--workdir", "w", "--environment-key", "k"], "unrecognized"),
         (["--environment-id", "env_1", "--workdir", "w", "--tools", "nomodule"], "MODULE:ATTR"),
+        (["--environment-id", "env_1", "--workdir", "w", "--bash-limit", "memory=1G"], "memory"),
+        (["--environment-id", "env_1", "--workdir", "w", "--bash-limit", "processes=1.5"], "1.5"),
     ],
 )
 def test_bad_flags_are_usage_errors(
@@ -161,3 +168,27 @@ def test_a_sandbox_that_cannot_work_is_a_configuration_error(
         *("--sandbox", "bwrap"),
     )
     assert "bwrap" in line
+
+
+def test_a_bash_limit_out_of_range_is_a_configuration_error(
+    hosted: tuple[ClaudeEmulator, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    emulator, environment_id = hosted
+    monkeypatch.setenv("ANTHROPIC_ENVIRONMENT_KEY", emulator.environment_key(environment_id))
+    line = fails(
+        capsys,
+        3,
+        *("worker", "--environment-id", environment_id, "--workdir", str(tmp_path)),
+        *("--bash-limit", "processes=0"),
+    )
+    assert "ShellLimits.processes" in line
+
+
+def test_every_field_of_shell_limits_has_its_bash_limit() -> None:
+    assert tuple(field.name for field in fields(ShellLimits)) == _BASH_LIMITS
+    assert _bash_limit("address_space=4G") == ("address_space", 4 * 1024**3)
+    assert _bash_limit("file_size=10M") == ("file_size", 10 * 1024**2)
+    assert _bash_limit("open_files=none") == ("open_files", None)

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from req_managed_agents import Session, SessionResult, run_to_completion
+from req_managed_agents.display import _progress
 from req_managed_agents.display._progress import Progress
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.tools import CountingTools
@@ -175,3 +176,53 @@ def _in_a_terminal(command: list[str], columns: int) -> bytes:
     os.close(main)
     assert process.returncode == 0, out.decode(errors="replace")
     return bytes(out.replace(b"\n", b"\r\n").replace(b"\r\r\n", b"\r\n"))
+
+
+class _Clock:
+    """Time that moves only when told: as text arrives, and while a redraw is sent."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _Display:
+    """A notebook display whose redraw costs time in proportion to the text it sends."""
+
+    def __init__(self, clock: _Clock, seconds_per_character: float) -> None:
+        self.clock = clock
+        self.cost = seconds_per_character
+        self.bodies: list[str] = []
+        self.redraws: list[tuple[float, float]] = []  # (when, how long it took)
+
+    def update(self, data: dict[str, str], raw: bool) -> None:
+        body = data["text/plain"]
+        self.bodies.append(body)
+        took = len(body) * self.cost
+        self.redraws.append((self.clock.now, took))
+        self.clock.now += took
+
+
+def test_a_notebook_redraws_a_growing_text_less_often_so_that_redrawing_stays_a_small_share(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(_progress, "time", clock)  # the module's clock only
+    display = _Display(clock, seconds_per_character=1e-6)
+    view = _progress._NotebookView(display)
+    words = [f"word{n} " for n in range(40_000)]
+    for word in words:
+        clock.now += 50e-6  # a delta every 50 microseconds
+        view.text(word)
+    redraws = list(display.redraws)
+    view.status("turn 1")  # drawn at once, whatever it costs
+    text = "".join(words).rstrip("\n")
+    assert display.bodies[-1] == f"{text}\n\n[turn 1]"
+    assert all(text.startswith(body.rpartition("\n\n[")[0]) for body in display.bodies[:-1])
+    assert len(redraws) > 3, "the text was shown while it was written"
+    # Each redraw sends the whole text: the view waits ten times as long as one took (at
+    # least 0.1 s) before the next, so redrawing never takes more than a tenth of the time.
+    for (when, took), (following, _) in zip(redraws, redraws[1:]):
+        assert following - when >= max(0.1, 10 * took) - 1e-9, redraws

@@ -233,6 +233,12 @@ def test_rma_batch_killed_at_random_points_and_resumed_repeats_no_side_effect(
         )
         assert done.returncode == 0, done.stderr
         statuses = [emulator.events(s)[-1] for s in emulator.session_ids() if emulator.events(s)]
+        prompted = [
+            any(e["type"] == "user.message" for e in emulator.events(s))
+            for s in emulator.session_ids()
+        ]
+    assert prompted.count(False) == 0, "a session killed before its binding was left empty"
+    assert len(prompted) == 200, "each prompt made one session, adopted after a kill"
     assert finished[0] < 200, "the first run was killed before it finished"
     final = {str(r["id"]): r for r in lines(output)}
     assert len(final) == 200

@@ -26,6 +26,7 @@ from req_managed_agents import (
 )
 from req_managed_agents.provisioner import FileStore, MemoryStore
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from tests.support.ledger import claim_and_die
 
 CHARGE = [Turn(tool_calls=[call("charge", amount=5)]), Turn(text=lambda r: f"charged: {r[0]}")]
 
@@ -83,16 +84,16 @@ def carrying(kind: str) -> Any:
 
 
 def paused_on_a_claimed_call(
-    emulator: ClaudeEmulator, provider: Any, ledger: ToolLedger
+    emulator: ClaudeEmulator, provider: Any, store: Path
 ) -> tuple[str, str]:
-    """A session waiting for a tool call that another process claimed and never finished."""
+    """A session waiting for a tool call that another process claimed and died running."""
     session = provider.client.create_session(emulator.add_agent(), emulator.add_environment())
     message = {"type": "user.message", "content": [{"type": "text", "text": "go"}]}
     provider.client.send_events(session["id"], [message])
     last = lambda: emulator.events(session["id"])[-1]["type"]  # noqa: E731 - one use
     assert emulator.wait_until(lambda: last() == "session.status_idle")
     use = next(e for e in emulator.events(session["id"]) if e["type"] == "agent.custom_tool_use")
-    assert ledger.claim(session["id"], use["id"]) is None
+    claim_and_die(store, session["id"], use["id"])
     return session["id"], use["id"]
 
 
@@ -102,9 +103,10 @@ def paused_on_a_claimed_call(
 def test_a_call_that_started_and_never_finished_follows_the_policy(
     emulator: ClaudeEmulator, tmp_path: Path, policy: Any, expected: str
 ) -> None:
-    effects, ledger = tmp_path / "effects", ToolLedger(MemoryStore())
+    effects, store = tmp_path / "effects", tmp_path / "ledger.json"
+    ledger = ToolLedger(FileStore(store))
     with emulator.provider() as provider:
-        session_id, _ = paused_on_a_claimed_call(emulator, provider, ledger)
+        session_id, _ = paused_on_a_claimed_call(emulator, provider, store)
         result = run_to_completion(
             provider,
             handler=charging_tools(effects),
@@ -120,9 +122,10 @@ def test_a_call_that_started_and_never_finished_follows_the_policy(
 def test_the_raise_policy_stops_with_a_named_error(
     emulator: ClaudeEmulator, tmp_path: Path
 ) -> None:
-    ledger = ToolLedger(MemoryStore())
+    store = tmp_path / "ledger.json"
+    ledger = ToolLedger(FileStore(store))
     with emulator.provider() as provider:
-        session_id, use_id = paused_on_a_claimed_call(emulator, provider, ledger)
+        session_id, use_id = paused_on_a_claimed_call(emulator, provider, store)
         with pytest.raises(UnfinishedToolCallError) as caught:
             run_to_completion(
                 provider,

@@ -11,6 +11,7 @@ first, so a failing scenario reads as a diagnosis.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import gc
 import os
 import re
@@ -109,6 +110,8 @@ class Scenario:
     retry budget is spent); None: it must recover. ``kind``, ``burst`` and ``retry_after``
     describe a request fault, so the waits between its retries can be checked.
     ``usage_lost``: the 0-based turn whose ``metadata`` (its usage) never reached the client.
+    ``echoed``: whether the service streams the answers it receives (tool results,
+    confirmations) back, or only records them.
     """
 
     id: str
@@ -118,6 +121,7 @@ class Scenario:
     burst: int = 0
     retry_after: float | None = None
     usage_lost: int | None = None
+    echoed: bool = True
 
 
 def request_scenarios(
@@ -151,6 +155,22 @@ def request_scenarios(
                 Scenario(f"{name}-reset-{moment}-acting", _resetting(kind, after_acting), kind=kind)
             )
     return scenarios
+
+
+# The request faults the second way (answers not echoed) repeats on the requests that
+# follow the answers: a burst longer than the HTTP retries, with retry-after (the provider's
+# own recovery takes over), and a reset before and after the service acted (did it land?).
+SECOND_WAY_REQUEST_FAULTS = ("-503x3-ra", "-reset-before-acting", "-reset-after-acting")
+
+
+def second_way(scenarios: Sequence[Scenario]) -> list[Scenario]:
+    """``scenarios`` (request faults) again, against a service that does not echo the
+    answers it receives: the representative faults only (``SECOND_WAY_REQUEST_FAULTS``)."""
+    return [
+        dataclasses.replace(s, id=f"{s.id}-unechoed", echoed=False)
+        for s in scenarios
+        if s.id.endswith(SECOND_WAY_REQUEST_FAULTS)
+    ]
 
 
 def _failing(kind: RequestKind, status: int, burst: int, retry_after: float | None) -> Inject:

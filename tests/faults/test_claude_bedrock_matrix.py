@@ -1,8 +1,9 @@
 """The Claude fault matrix again, through ``ClaudeManagedAgentsBedrock`` against the Claude
-emulator's Bedrock flavor: the same scenarios and checks (each tool call run once, every
-event delivered once, the undisturbed result reproduced), and every request the run sent
-carries a SigV4 signature for ``bedrock`` in the emulator's region, which the emulator
-verified (a bad one is refused with a 403 and would fail the run)."""
+emulator's Bedrock flavor: the same scenarios, both ways (answers echoed or not), and the
+same checks (each tool call run once, every event delivered once, the undisturbed result
+reproduced); and every request the run sent carries a SigV4 signature for ``bedrock`` in
+the emulator's region, which the emulator verified (a bad one is refused with a 403 and
+would fail the run)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,14 @@ REGION = "us-west-2"
 SANDBOX = f"arn:aws:bedrock-agentcore:{REGION}:123456789012:sandbox/matrix-0123456789"
 
 
-def _start() -> ClaudeEmulator:
-    return ClaudeEmulator(SCRIPT, ping_interval=PING_INTERVAL, flavor="bedrock", region=REGION)
+def _start(echoed: bool = True) -> ClaudeEmulator:
+    return ClaudeEmulator(
+        SCRIPT,
+        ping_interval=PING_INTERVAL,
+        flavor="bedrock",
+        region=REGION,
+        echo_answers=echoed,
+    )
 
 
 def _run(emulator: ClaudeEmulator, tools: MatrixTools) -> SessionResult:
@@ -63,13 +70,17 @@ def _check(
 
 @pytest.fixture(scope="module")
 def bedrock_reference() -> dict[str, Any]:
-    with _start() as emulator:
-        result = _run(emulator, MatrixTools())
-        assert [e["type"] for e in emulator.events(str(result.session_id))] == LOG
-    assert result.text == "The total is 30."
-    return shape(result)
+    shapes = []
+    for echoed in (True, False):
+        with _start(echoed) as emulator:
+            result = _run(emulator, MatrixTools())
+            assert [e["type"] for e in emulator.events(str(result.session_id))] == LOG
+        assert result.text == "The total is 30."
+        shapes.append(shape(result))
+    assert shapes[0] == shapes[1]
+    return shapes[0]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_claude_bedrock_fault(scenario: Scenario, bedrock_reference: dict[str, Any]) -> None:
-    run_checked(scenario, bedrock_reference, _start, _run, _check)
+    run_checked(scenario, bedrock_reference, lambda: _start(scenario.echoed), _run, _check)

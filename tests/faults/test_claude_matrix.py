@@ -13,6 +13,23 @@ What a correct library does, and so what each scenario asserts:
   and the tool results) are checked against the history, which shows whether they landed,
   and re-sent when missing; the stream and the history are read with reconnects;
 * after every answer carrying ``retry-after`` the next request of its kind waits that long.
+
+The matrix runs two ways: against a service that streams the answers it receives back
+(``user.custom_tool_result`` echoed, as the docs say), and against one that only records
+them in the history (the emulator's ``echo_answers=False``): the turn the answers resume
+must then be followed without their echo, and ``handle_event`` sees the answers only where
+a catch-up read them. The second way is a subset, chosen so that it still puts every fault
+where the two ways can differ at about a third of the cost:
+
+* every stream fault at every position from the first ``session.status_idle`` on that the
+  stream carries (unechoed answers it does not, so no fault can meet them). Before that
+  idle the two runs are the same event for event and no answer exists yet;
+* on each request that follows the answers - the two result posts, and the history read
+  after a drop at the ``status_running`` the first answers start, whose catch-up holds the
+  unechoed answers - a burst of 503s longer than the HTTP retries, with ``retry-after``,
+  and a reset before and after the service acted (the posts' "did it land?" look-up). The
+  other statuses and bursts exercise the retry policy, which does not care whether answers
+  are echoed: the first way covers them.
 """
 
 from __future__ import annotations
@@ -39,6 +56,7 @@ from tests.faults._matrix import (
     Scenario,
     request_scenarios,
     run_checked,
+    second_way,
     shape,
 )
 
@@ -60,6 +78,8 @@ LOG = [
     *("session.status_running", "span.model_request_start", "agent.message"),
     *("span.model_request_end", "session.usage", "session.status_idle"),
 ]
+# The answers the client sends: a service that does not echo them leaves them off the stream.
+ANSWERS = frozenset({"user.custom_tool_result"})
 # Heartbeats well inside the idle timeout, so only a stall is silent for that long.
 PING_INTERVAL = IDLE_TIMEOUT / 3
 EVENTS_PATH = r"/v1/sessions/[^/]+/events"
@@ -101,6 +121,12 @@ KINDS = {
 }
 # The history is only read after a reconnect: this drop (at the first tool use) forces one.
 HISTORY_AFTER_DROP_AT = LOG.index("agent.custom_tool_use")
+# The second way: no answer exists before the first pause, where the two ways part.
+FIRST_PAUSE = LOG.index("session.status_idle")
+# A drop at the status_running the first answers start: the history holds the answers the
+# stream never carried, and the reconnect reads them.
+HISTORY_AFTER_ANSWERS_AT = LOG.index("user.custom_tool_result") + 2
+_AFTER_ANSWERS_KINDS = ("post-results-turn1", "post-results-turn2", "history")
 
 
 def _expected_error(
@@ -111,13 +137,13 @@ def _expected_error(
     return None
 
 
-def _with_history_drop(scenario: Scenario) -> Scenario:
+def _with_history_drop(scenario: Scenario, at: int = HISTORY_AFTER_DROP_AT) -> Scenario:
     if scenario.kind is not KINDS["history"]:
         return scenario
     fault = scenario.inject
 
     def inject(emulator: ClaudeEmulator) -> None:
-        emulator.drop_stream(HISTORY_AFTER_DROP_AT)
+        emulator.drop_stream(at)
         fault(emulator)
 
     return dataclasses.replace(scenario, inject=inject)
@@ -138,10 +164,18 @@ def _at_event(fault: Callable[[ClaudeEmulator, int], None], position: int) -> In
     return inject
 
 
-def _stream_scenarios() -> list[Scenario]:
+def _stream_scenarios(echoed: bool = True) -> list[Scenario]:
+    """Each fault at each position; unechoed, from the first pause on, where the stream
+    carries an event (the answers it does not)."""
+    suffix = "" if echoed else "-unechoed"
     return [
-        Scenario(f"{name}-at-{position:02d}-{event_type}", _at_event(fault, position))
+        Scenario(
+            f"{name}-at-{position:02d}-{event_type}{suffix}",
+            _at_event(fault, position),
+            echoed=echoed,
+        )
         for position, event_type in enumerate(LOG)
+        if echoed or (position >= FIRST_PAUSE and event_type not in ANSWERS)
         for name, fault in _STREAM_FAULTS.items()
     ]
 
@@ -150,11 +184,21 @@ SCENARIOS = [
     Scenario("undisturbed", lambda emulator: None),
     *_stream_scenarios(),
     *(_with_history_drop(s) for s in request_scenarios(KINDS, _expected_error)),
+    Scenario("undisturbed-unechoed", lambda emulator: None, echoed=False),
+    *_stream_scenarios(echoed=False),
+    *second_way(
+        [
+            _with_history_drop(s, HISTORY_AFTER_ANSWERS_AT)
+            for s in request_scenarios(
+                {name: KINDS[name] for name in _AFTER_ANSWERS_KINDS}, _expected_error
+            )
+        ]
+    ),
 ]
 
 
-def _start() -> ClaudeEmulator:
-    return ClaudeEmulator(SCRIPT, ping_interval=PING_INTERVAL)
+def _start(echoed: bool = True) -> ClaudeEmulator:
+    return ClaudeEmulator(SCRIPT, ping_interval=PING_INTERVAL, echo_answers=echoed)
 
 
 def _run(emulator: ClaudeEmulator, tools: MatrixTools) -> SessionResult:
@@ -177,7 +221,8 @@ def _check_events(
     checks: Checks, emulator: ClaudeEmulator, tools: MatrixTools, result: SessionResult | None
 ) -> None:
     """``handle_event`` saw each logged event once, in log order (only some of them when
-    the run gave up)."""
+    the run gave up; the answers only where a catch-up read them, when the service does not
+    echo them)."""
     delivered = [str(event.get("id")) for event in tools.events]
     duplicates = sorted({i for i in delivered if delivered.count(i) > 1})
     checks.expect(not duplicates, f"events delivered more than once: {duplicates}")
@@ -187,7 +232,12 @@ def _check_events(
         checks.expect(not unknown, f"delivered events the service never logged: {unknown}")
         return
     log = emulator.events(result.session_id)
-    missed = [f"{i}:{e['type']}" for i, e in enumerate(log) if str(e["id"]) not in delivered]
+    echoed = emulator.echo_answers
+    missed = [
+        f"{i}:{e['type']}"
+        for i, e in enumerate(log)
+        if str(e["id"]) not in delivered and (echoed or e["type"] not in ANSWERS)
+    ]
     checks.expect(not missed, f"handle_event never saw {missed}")
     in_order = [i for i in delivered if i in {str(e["id"]) for e in log}]
     checks.expect(
@@ -198,16 +248,21 @@ def _check_events(
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, Any]:
-    """The undisturbed run's result, which every scenario must reproduce."""
-    with _start() as emulator:
-        result = _run(emulator, MatrixTools())
-        assert [e["type"] for e in emulator.events(str(result.session_id))] == LOG
-    assert result.terminal == "end_turn"
-    assert result.text == "The total is 30."
-    assert [r.content for r in result.tool_results] == ["3", "12", "30"]
-    return shape(result)
+    """The undisturbed run's result, which every scenario must reproduce, whether the
+    service echoes the answers or not."""
+    shapes = []
+    for echoed in (True, False):
+        with _start(echoed) as emulator:
+            result = _run(emulator, MatrixTools())
+            assert [e["type"] for e in emulator.events(str(result.session_id))] == LOG
+        assert result.terminal == "end_turn"
+        assert result.text == "The total is 30."
+        assert [r.content for r in result.tool_results] == ["3", "12", "30"]
+        shapes.append(shape(result))
+    assert shapes[0] == shapes[1]
+    return shapes[0]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_claude_fault(scenario: Scenario, reference: dict[str, Any]) -> None:
-    run_checked(scenario, reference, _start, _run, _check_events)
+    run_checked(scenario, reference, lambda: _start(scenario.echoed), _run, _check_events)

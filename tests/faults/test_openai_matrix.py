@@ -18,6 +18,22 @@ What a correct library does, and so what each scenario asserts:
   outlasts them. The tool results carry idempotency keys, so every failure of their posts
   is retried; the catch-up reads (session, turns, a turn's items) are read with reconnects;
 * after every answer carrying ``retry-after`` the next request of its kind waits that long.
+
+The matrix runs two ways: against a service that streams the answers it receives (their
+``function_call_output`` items announced), and against one that only records them (the
+emulator's ``echo_answers=False``), where only a catch-up learns of them - and rebuilds
+them after whatever the stream delivered live. The second way is a subset, chosen so that
+it still puts every fault where the two ways can differ at about a third of the cost:
+
+* every stream fault at every position from the first ``requires_action`` on. Before it,
+  the two logs are the same event for event and no answer exists yet, so a fault there
+  meets the same run either way;
+* on each request that follows the answers - the two result posts, and the stream and the
+  catch-up reads (session, turns, a turn's items) after a drop right before the final
+  ``turn.completed``, where the catch-up has the unechoed answers to rebuild - a burst of
+  503s longer than the HTTP retries, with ``retry-after``, and a reset before and after the
+  service acted. The other statuses and bursts exercise the retry policy, which does not
+  care whether answers are echoed: the first way covers them.
 """
 
 from __future__ import annotations
@@ -45,6 +61,7 @@ from tests.faults._matrix import (
     Scenario,
     request_scenarios,
     run_checked,
+    second_way,
     shape,
 )
 
@@ -54,24 +71,34 @@ SCRIPT = [
     OpenAITurn(text=lambda results: f"The total is {results[0]}.", usage=(7, 3)),
 ]
 _TURN = "agent.session.turn."
-# The session log of the undisturbed run, position by position.
-LOG = [
-    "agent.session.created",
-    *(_TURN + "created", "agent.session.in_progress", _TURN + "in_progress"),
-    *(_TURN + "item.added", _TURN + "item.added", _TURN + "content_part.added"),
-    *(_TURN + "output_text.delta",) * 3,
-    *(_TURN + "output_text.done", _TURN + "content_part.done", _TURN + "item.done"),
-    *(_TURN + "item.added", _TURN + "item.done") * 2,
-    "agent.session.requires_action",
-    *(_TURN + "item.added",) * 2,
-    *("agent.session.in_progress", _TURN + "in_progress"),
-    *(_TURN + "item.added", _TURN + "item.done", "agent.session.requires_action"),
-    *(_TURN + "item.added", "agent.session.in_progress", _TURN + "in_progress"),
-    *(_TURN + "item.added", _TURN + "content_part.added"),
-    *(_TURN + "output_text.delta",) * 3,
-    *(_TURN + "output_text.done", _TURN + "content_part.done", _TURN + "item.done"),
-    *(_TURN + "completed", "agent.session.idle"),
-]
+
+
+def _log(echoed: bool) -> list[str]:
+    """The session log of the undisturbed run, position by position; the answers'
+    ``function_call_output`` items are announced only when the service echoes them."""
+    answers = [_TURN + "item.added"] if echoed else []
+    return [
+        "agent.session.created",
+        *(_TURN + "created", "agent.session.in_progress", _TURN + "in_progress"),
+        *(_TURN + "item.added", _TURN + "item.added", _TURN + "content_part.added"),
+        *(_TURN + "output_text.delta",) * 3,
+        *(_TURN + "output_text.done", _TURN + "content_part.done", _TURN + "item.done"),
+        *(_TURN + "item.added", _TURN + "item.done") * 2,
+        "agent.session.requires_action",
+        *answers * 2,
+        *("agent.session.in_progress", _TURN + "in_progress"),
+        *(_TURN + "item.added", _TURN + "item.done", "agent.session.requires_action"),
+        *answers,
+        *("agent.session.in_progress", _TURN + "in_progress"),
+        *(_TURN + "item.added", _TURN + "content_part.added"),
+        *(_TURN + "output_text.delta",) * 3,
+        *(_TURN + "output_text.done", _TURN + "content_part.done", _TURN + "item.done"),
+        *(_TURN + "completed", "agent.session.idle"),
+    ]
+
+
+LOG = _log(echoed=True)
+UNECHOED_LOG = _log(echoed=False)
 # Keep-alives well inside the idle timeout, so only a stall is silent for that long.
 PING_INTERVAL = IDLE_TIMEOUT / 3
 SESSION = r"/v1/agents/sessions/[^/]+"
@@ -118,6 +145,11 @@ KINDS = {
 # create's answer): this drop (at the first function call) forces one.
 CATCH_UP_AFTER_DROP_AT = LOG.index("agent.session.requires_action") - 3
 _AFTER_DROP_KINDS = ("stream", "session", "turns", "turn-items")
+# The second way: where its log first differs from the first way's (no answer exists before).
+FIRST_PAUSE = UNECHOED_LOG.index("agent.session.requires_action")
+# A drop before the final turn.completed: the catch-up must rebuild the unechoed answers.
+CATCH_UP_AFTER_ANSWERS_AT = len(UNECHOED_LOG) - 2
+_AFTER_ANSWERS_KINDS = ("post-results-turn1", "post-results-turn2", *_AFTER_DROP_KINDS)
 
 
 def _expected_error(
@@ -128,13 +160,13 @@ def _expected_error(
     return None
 
 
-def _with_catch_up_drop(scenario: Scenario) -> Scenario:
+def _with_catch_up_drop(scenario: Scenario, at: int = CATCH_UP_AFTER_DROP_AT) -> Scenario:
     if scenario.kind not in [KINDS[name] for name in _AFTER_DROP_KINDS]:
         return scenario
     fault = scenario.inject
 
     def inject(emulator: OpenAIAgentsEmulator) -> None:
-        emulator.drop_stream(CATCH_UP_AFTER_DROP_AT)
+        emulator.drop_stream(at)
         fault(emulator)
 
     return dataclasses.replace(scenario, inject=inject)
@@ -159,10 +191,17 @@ def _short(event_type: str) -> str:
     return ".".join(event_type.split(".")[-2:])
 
 
-def _stream_scenarios() -> list[Scenario]:
+def _stream_scenarios(echoed: bool = True) -> list[Scenario]:
+    """Each fault at each position; unechoed, from the first pause on."""
+    log, first, suffix = (LOG, 0, "") if echoed else (UNECHOED_LOG, FIRST_PAUSE, "-unechoed")
     return [
-        Scenario(f"{name}-at-{position:02d}-{_short(event_type)}", _at_event(fault, position))
-        for position, event_type in enumerate(LOG)
+        Scenario(
+            f"{name}-at-{position:02d}-{_short(event_type)}{suffix}",
+            _at_event(fault, position),
+            echoed=echoed,
+        )
+        for position, event_type in enumerate(log)
+        if position >= first
         for name, fault in _STREAM_FAULTS.items()
     ]
 
@@ -171,11 +210,21 @@ SCENARIOS = [
     Scenario("undisturbed", lambda emulator: None),
     *_stream_scenarios(),
     *(_with_catch_up_drop(s) for s in request_scenarios(KINDS, _expected_error)),
+    Scenario("undisturbed-unechoed", lambda emulator: None, echoed=False),
+    *_stream_scenarios(echoed=False),
+    *second_way(
+        [
+            _with_catch_up_drop(s, CATCH_UP_AFTER_ANSWERS_AT)
+            for s in request_scenarios(
+                {name: KINDS[name] for name in _AFTER_ANSWERS_KINDS}, _expected_error
+            )
+        ]
+    ),
 ]
 
 
-def _start() -> OpenAIAgentsEmulator:
-    return OpenAIAgentsEmulator(SCRIPT, ping_interval=PING_INTERVAL)
+def _start(echoed: bool = True) -> OpenAIAgentsEmulator:
+    return OpenAIAgentsEmulator(SCRIPT, ping_interval=PING_INTERVAL, echo_answers=echoed)
 
 
 def _run(emulator: OpenAIAgentsEmulator, tools: MatrixTools) -> SessionResult:
@@ -243,19 +292,25 @@ def _check_events(
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, Any]:
-    """The undisturbed run's result, which every scenario must reproduce."""
-    with _start() as emulator:
-        tools = MatrixTools()
-        result = _run(emulator, tools)
-        log = emulator.events(str(result.session_id))
-        assert [e["type"] for e in log] == LOG, json.dumps([e["type"] for e in log])
-        assert {str(e["event_id"]) for e in log} <= {str(e.get("event_id")) for e in tools.events}
-    assert result.terminal == "end_turn"
-    assert result.text == "The total is 30."
-    assert [r.content for r in result.tool_results] == ["3", "12", "30"]
-    return shape(result)
+    """The undisturbed run's result, which every scenario must reproduce, whether the
+    service echoes the answers or not."""
+    shapes = []
+    for echoed, expected in ((True, LOG), (False, UNECHOED_LOG)):
+        with _start(echoed) as emulator:
+            tools = MatrixTools()
+            result = _run(emulator, tools)
+            log = emulator.events(str(result.session_id))
+            assert [e["type"] for e in log] == expected, json.dumps([e["type"] for e in log])
+            delivered = {str(e.get("event_id")) for e in tools.events}
+            assert {str(e["event_id"]) for e in log} <= delivered
+        assert result.terminal == "end_turn"
+        assert result.text == "The total is 30."
+        assert [r.content for r in result.tool_results] == ["3", "12", "30"]
+        shapes.append(shape(result))
+    assert shapes[0] == shapes[1]
+    return shapes[0]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_openai_fault(scenario: Scenario, reference: dict[str, Any]) -> None:
-    run_checked(scenario, reference, _start, _run, _check_events)
+    run_checked(scenario, reference, lambda: _start(scenario.echoed), _run, _check_events)

@@ -15,7 +15,8 @@ import pytest
 from req_managed_agents import MalformedResponseError, ServerError
 from req_managed_agents.testing import ClaudeEmulator
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._http import ERROR_BODY_BYTES, HttpClient, api_error
+from req_managed_agents.transport._bodies import ERROR_BODY_BYTES
+from req_managed_agents.transport._http import HttpClient, api_error
 from req_managed_agents.transport._json import MAX_BODY_BYTES
 
 

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -77,6 +78,7 @@ class Route:
         return {**kept, **self.more}
 
 
+_SINCE = datetime(2026, 1, 1, tzinfo=timezone.utc)
 S, T, V, C, E, W, M, F = "sesn_1", "sthr_1", "vlt_1", "vcrd_1", "env_1", "work_1", "mem_1", "f_1"
 MS = "memstore_1"
 
@@ -94,6 +96,7 @@ CLAUDE = [
     Route("archive_environment", lambda c: c.archive_environment(E)),
     Route("delete_environment", lambda c: c.delete_environment(E)),
     Route("create_session", lambda c: c.create_session("agent_1", E)),
+    Route("find_created_session", lambda c: c.find_created_session("t", _SINCE), "page"),
     Route("get_session", lambda c: c.get_session(S)),
     Route("update_session", lambda c: c.update_session(S, title="t")),
     Route("list_sessions", lambda c: c.list_sessions(), "page"),

@@ -269,6 +269,26 @@ def test_a_two_tool_turn_plays_on_the_stream_and_in_paged_history(
     assert stream.events[-4]["content"][0]["text"] == "(script finished)"
 
 
+def test_answers_not_echoed_stay_off_the_stream_but_in_the_history(
+    harness: Any, streams: Any
+) -> None:
+    script = [Turn(tool_calls=[call("get_weather", city="Paris")]), Turn(text="Sunny.")]
+    emulator, api = harness(script, echo_answers=False)
+    session_id = api.new_session()
+    stream = streams(emulator, session_id)
+    ok(api.send(session_id, user_message("Weather?")))
+    stream.read_until_count("session.status_idle")
+    use = next(e for e in stream.events if e["type"] == "agent.custom_tool_use")
+    (echo,) = ok(api.send(session_id, tool_result(use["id"], "18C")))["data"]
+    assert echo["type"] == "user.custom_tool_result"
+    stream.read_until_count("session.status_idle", 2)
+    assert "user.message" in stream.types, "only answers are kept off the stream"
+    assert "user.custom_tool_result" not in stream.types
+    history, _ = api.list_all(f"/v1/sessions/{session_id}/events", limit=100)
+    assert echo in history
+    assert [e for e in history if e != echo] == stream.events
+
+
 def test_server_tools_and_a_scripted_error(harness: Any, streams: Any) -> None:
     search = ToolCall("web_search", {"query": "news"}, result="found it")
     emulator, api = harness([Turn("Searching.", server_tool_calls=[search]), Turn(end="error")])

@@ -487,6 +487,24 @@ def test_events_of_a_turn_come_in_order_with_their_usage(harness: Any) -> None:
     assert phases == [None, "commentary", "final_answer"]
 
 
+def test_answers_not_echoed_are_recorded_in_the_items_only(harness: Any) -> None:
+    emulator, api = harness(ONE_CALL, echo_answers=False)
+    session_id = api.new_session()
+    accepted(api.send(session_id, message("Add.")))
+    wait_for(emulator, session_id, "requires_action")
+    [action] = emulator.session(session_id)["required_actions"]
+    accepted(api.send(session_id, tool_result(action, "3")))
+    wait_for(emulator, session_id, "idle")
+    resumed = types(emulator, session_id).index("requires_action") + 1
+    assert types(emulator, session_id)[resumed : resumed + 2] == ["in_progress", "turn.in_progress"]
+    logged = [e["item"]["type"] for e in emulator.events(session_id) if "item" in e]
+    assert "function_call_output" not in logged
+    (output,) = [i for i in emulator.items(session_id) if i["type"] == "function_call_output"]
+    assert output["call_id"] == action["call_id"]
+    listed = ok(api.get(f"/agents/sessions/{session_id}/items"))
+    assert output["id"] in [item["id"] for item in listed["data"]]
+
+
 def test_a_message_during_a_turn_queues_the_next(harness: Any) -> None:
     emulator, api = harness([*ONE_CALL, "Second."])
     session_id = api.new_session()

@@ -653,7 +653,6 @@ def test_a_subagent_thread_cross_posts_its_tool_calls(sdk: Any) -> None:
                     "type": "user.custom_tool_result",
                     "custom_tool_use_id": use.id,
                     "content": [text("rain")],
-                    "session_thread_id": thread_id,  # type: ignore[typeddict-unknown-key]
                 }
             ],
         )
@@ -678,7 +677,9 @@ def test_a_subagent_thread_cross_posts_its_tool_calls(sdk: Any) -> None:
         client.beta.sessions.threads.archive(primary.id, session_id=session.id)
 
 
-def test_a_result_naming_the_wrong_thread_is_refused(sdk: Any) -> None:
+def test_a_result_naming_a_thread_is_refused_and_its_tool_use_routes_it(sdk: Any) -> None:
+    """The params of a result declare no ``session_thread_id``: even the right thread is an
+    undeclared field. The service routes the result by its tool use, and says where."""
     emulator, client = sdk([Turn(thread="helper", tool_calls=[call("get_weather", city="X")])])
     agent = client.beta.agents.create(name="a", model="claude-sonnet-4-6")
     environment = client.beta.environments.create(name="e")
@@ -686,13 +687,13 @@ def test_a_result_naming_the_wrong_thread_is_refused(sdk: Any) -> None:
     client.beta.sessions.events.send(session.id, events=[user_message("go")])
     wait_for_idle(emulator, session.id)
     use = next(e for e in emulator.events(session.id) if e["type"] == "agent.custom_tool_use")
-    primary = emulator.threads(session.id)[0]["id"]
+    assert use["session_thread_id"] != emulator.threads(session.id)[0]["id"]
     result = {
         "type": "user.custom_tool_result",
         "custom_tool_use_id": use["id"],
-        "session_thread_id": primary,
+        "session_thread_id": use["session_thread_id"],
     }
-    with pytest.raises(anthropic.BadRequestError):
+    with pytest.raises(anthropic.BadRequestError, match="session_thread_id"):
         client.beta.sessions.events.send(session.id, events=[result])  # type: ignore[list-item]
     del result["session_thread_id"]
     echo = client.beta.sessions.events.send(session.id, events=[result])  # type: ignore

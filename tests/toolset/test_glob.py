@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -72,6 +73,39 @@ def test_a_pathological_pattern_is_matched_quickly() -> None:
 def test_patterns_that_leave_the_root_are_refused(pattern: str) -> None:
     with pytest.raises(ToolFailure):
         compile_glob(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "\\.\\./x/*",
+        "\\../*",
+        ".\\./*",
+        "a/\\.\\./\\.\\./b",
+        "[.][.]/*",
+        ".[.]/*",
+        "[.]./*",
+        "[.-.][\\.]/*",
+        "[!\x01--0-\U0010ffff]./*",
+        "[!\x00--0-\U0010ffff]./*",
+        "{a,\\.\\.}/x",
+        "{\\.,a}./x",
+        "x/**/[.][.]",
+    ],
+)
+def test_every_spelling_of_dot_dot_is_refused(pattern: str) -> None:
+    with pytest.raises(ToolFailure, match=re.escape("may not contain '..'")):
+        compile_glob(pattern)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path"),
+    [(".*", ".."), ("??", ".."), ("?.", ".."), ("..?", "..a"), (".[!.]*", ".git"), ("*", "..")],
+)
+def test_wildcards_that_could_match_dot_dot_are_still_patterns(pattern: str, path: str) -> None:
+    """The walk never lists ``..``: a wildcard that would match it is no way out, and
+    patterns such as ``.*`` (every hidden name) stay usable."""
+    assert _matches(pattern, path)
 
 
 def test_brace_expansion_is_bounded() -> None:

@@ -108,9 +108,10 @@ def _fake_bwrap(directory: Path, script: str) -> None:
 def test_a_missing_bwrap_is_named(
     workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    empty = tmp_path / "empty-path"
-    empty.mkdir()
-    monkeypatch.setattr(_sandbox, "SYSTEM_PATH", str(empty))
+    no_bwrap = tmp_path / "no-bwrap"
+    no_bwrap.mkdir()
+    (no_bwrap / "bash").symlink_to(_sandbox.shell_path())
+    monkeypatch.setattr(_sandbox, "SYSTEM_PATH", str(no_bwrap))
     with pytest.raises(ConfigurationError, match="bwrap is not installed"):
         AgentToolset(workdir, sandbox="bwrap")
     with pytest.warns(UnsandboxedWarning, match="bwrap is not installed"):

@@ -63,6 +63,8 @@ def test_glob_patterns_and_the_path_to_search_under(
     [
         ({"pattern": "/etc/*"}, "must be relative"),
         ({"pattern": "../*"}, "'..'"),
+        ({"pattern": "\\.\\./*", "path": "sub"}, "'..'"),
+        ({"pattern": "[.][.]/*", "path": "sub"}, "'..'"),
         ({"pattern": ""}, "pattern must be"),
         ({"pattern": 3}, "pattern must be a string"),
         ({"pattern": "*", "path": "missing"}, "no such file or directory"),
@@ -72,7 +74,7 @@ def test_glob_patterns_and_the_path_to_search_under(
 def test_glob_refuses_bad_patterns_and_paths(
     toolset: AgentToolset, workdir: Path, input: dict[str, object], expected: str
 ) -> None:
-    _tree(workdir, {"a.py": ""})
+    _tree(workdir, {"a.py": "", "sub/b.py": ""})
     result = call(toolset, "glob", input)
     assert result.is_error
     assert expected in result.content

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from req_managed_agents.drivers._ledger import ToolLedger
+from req_managed_agents.providers.claude._delivery import INPUT_SENDS
 from req_managed_agents.testing import ToolCall, Turn, call
 from tests.worker.conftest import WORK, FileTools, Hosted, Running, lines, tool_results
 
@@ -198,14 +199,14 @@ def test_results_that_could_not_be_posted_are_posted_by_the_next_run_not_rerun(
 ) -> None:
     world = hosted()
     session_id = world.session(world.agent(SCRIPT[:1] + SCRIPT[2:]))
-    # Every post of the results is turned away until the run gives up: the conversation
-    # sends them five times, and the HTTP layer tries each send three times.
+    # Every post of the results is turned away until the run gives up: it sends them
+    # INPUT_SENDS times in all, HTTP retries included.
     world.emulator.fail_requests(
         "POST",
         rf"/v1/sessions/{session_id}/events",
         503,
         retry_after=0,
-        times=15,
+        times=INPUT_SENDS,
         where=lambda request: "user.tool_result" in str(request.body),
     )
     worker = running(world, tmp_path, handler=FileTools(tmp_path))

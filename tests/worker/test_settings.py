@@ -9,9 +9,16 @@ from typing import Any, Callable
 
 import pytest
 
-from req_managed_agents import ConfigurationError, ToolLedger, Tools
+from req_managed_agents import (
+    ConfigurationError,
+    SessionInfo,
+    ToolContext,
+    ToolLedger,
+    ToolResult,
+    Tools,
+)
 from req_managed_agents.providers import ClaudeManagedAgents
-from req_managed_agents.toolset import AgentToolset, UnsandboxedWarning
+from req_managed_agents.toolset import AgentToolset, ShellLimits, UnsandboxedWarning
 from req_managed_agents.toolset._sandbox import _bwrap_prefix
 from req_managed_agents.worker import EnvironmentWorker
 from tests.worker.conftest import Hosted
@@ -46,6 +53,7 @@ def make(provider: Any, tmp_path: Path, **options: Any) -> EnvironmentWorker:
         ("toolset", 3, "toolset"),
         ("sandbox", "docker", "sandbox"),
         ("network", "yes", "network"),
+        ("limits", {"processes": 10}, "limits must be a ShellLimits"),
         ("max_sessions", 0, "max_sessions"),
         ("max_sessions", True, "max_sessions"),
         ("max_sessions", "4", "max_sessions"),
@@ -107,10 +115,12 @@ def test_sandbox_and_network_shape_only_the_default_toolset(
     def factory(folder: Path) -> Tools:
         return Tools()
 
-    with pytest.raises(ConfigurationError, match="sandbox and network"):
+    with pytest.raises(ConfigurationError, match="sandbox, network and limits"):
         make(provider, tmp_path, toolset=factory, sandbox="bwrap")
-    with pytest.raises(ConfigurationError, match="sandbox and network"):
+    with pytest.raises(ConfigurationError, match="sandbox, network and limits"):
         make(provider, tmp_path, toolset=factory, sandbox="auto", network=True)
+    with pytest.raises(ConfigurationError, match="sandbox, network and limits"):
+        make(provider, tmp_path, toolset=factory, sandbox="auto", limits=None)
     made = make(provider, tmp_path, toolset=factory, sandbox="auto")
     assert made.settings.toolset is factory
     assert made.settings.sandbox is None
@@ -190,3 +200,22 @@ def test_serve_forever_needs_the_main_thread(provider: ClaudeManagedAgents, tmp_
     assert len(caught) == 1
     assert isinstance(caught[0], ConfigurationError)
     assert "run(stop)" in str(caught[0])
+
+
+def test_every_session_toolset_gets_the_limits(
+    provider: ClaudeManagedAgents, tmp_path: Path
+) -> None:
+    limits = ShellLimits(open_files=77)
+    made = make(provider, tmp_path / "work", limits=limits)
+    folder = tmp_path / "work" / "sesn_1"
+    folder.mkdir()
+    toolset = made.settings.toolset(folder)
+    assert isinstance(toolset, AgentToolset)
+    assert toolset.limits == limits
+    context = ToolContext("toolu_1", SessionInfo("sesn_1", "test"), threading.Event())
+    result = toolset.handle_tool_call("bash", {"command": "ulimit -Hn"}, context)
+    assert isinstance(result, ToolResult)
+    assert result.content == "77"
+    unlimited = make(provider, tmp_path / "work", limits=None).settings.toolset(folder)
+    assert isinstance(unlimited, AgentToolset)
+    assert unlimited.limits is None

@@ -22,11 +22,12 @@ delivered, though only the final attempt's events make up the turn.
 A reattached runtime session (``runtime_session_id`` given) is not invoked until there is
 something to say: the harness keeps its conversation, so there is no turn to read back.
 
-Text reaches ``on_text`` per content block as it streams; a retried attempt starts its
-blocks over, which the driver's text tracker recognises as a replay. Interrupting closes the
-in-flight stream and stops the runtime session (``StopRuntimeSession`` on the harness's
-runtime), which ends the turn on the service - and with it the session's conversation.
-Outcomes and tool confirmations do not exist on AgentCore.
+Text reaches ``on_text`` per content block as it streams, delta by delta; a retried attempt
+starts the blocks shown so far over, which the driver's text tracker recognises as a replay.
+Interrupting closes the in-flight stream and stops the runtime session
+(``StopRuntimeSession`` on the harness's runtime), which ends the turn on the service - and
+with it the session's conversation. Outcomes and tool confirmations do not exist on
+AgentCore.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
@@ -91,6 +93,8 @@ class TruncatedStreamError(StreamError):
 class AgentCoreConversation:
     """Drives one runtime session; created by :meth:`BedrockAgentCore.open_conversation`."""
 
+    keeps_history = False
+
     def __init__(
         self,
         client: AgentCoreClient,
@@ -104,11 +108,12 @@ class AgentCoreConversation:
         on_event: EventSink,
         metadata: Mapping[str, Any],
         telemetry_metadata: Mapping[str, Any],
-        reattached: bool = False,
+        origin: Origin = "created",
         on_text: TextSink | None = None,
         runtime_user_id: str | None = None,
     ) -> None:
-        self._reattached = reattached
+        self.origin = origin
+        self._reattached = origin == "reattached"  # adopted: never invoked before
         self._runtime_user_id = runtime_user_id
         self._on_text = on_text
         self._turns = 0
@@ -191,8 +196,11 @@ class AgentCoreConversation:
     def close(self) -> None:
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
+    def history_mark(self) -> str | None:
         return None  # the harness keeps the conversation and offers no way to read it
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        return None
 
     def discard(self) -> None:
         self.close()  # nothing exists at the service until the first invocation
@@ -213,6 +221,7 @@ class AgentCoreConversation:
                 raise Aborted
             fold = ConverseFold()
             events: list[Envelope] = []
+            self._restart_text()
 
             def live(
                 event: Envelope, fold: ConverseFold = fold, events: list[Envelope] = events
@@ -220,12 +229,7 @@ class AgentCoreConversation:
                 fold.add(event)
                 events.append(event)
                 self._on_event(event)
-                delta = event.get("contentBlockDelta")
-                if self._on_text is not None and isinstance(delta, Mapping):
-                    index = delta.get("contentBlockIndex")
-                    if isinstance(index, int) and index in fold.text_blocks:
-                        self._shown_blocks.add(index)
-                        self._on_text(self._message(index), fold.text_blocks[index], False)
+                self._show(event)
 
             try:
                 self._client.invoke_harness(
@@ -271,12 +275,30 @@ class AgentCoreConversation:
     def _message(self, index: int) -> str:
         return f"turn-{self._turns}-block-{index}"
 
+    def _show(self, event: Envelope) -> None:
+        """Pass a text delta on to ``on_text``, as a piece of its block's text."""
+        body = event.get("contentBlockDelta")
+        if self._on_text is None or not isinstance(body, Mapping):
+            return
+        index, delta = body.get("contentBlockIndex"), body.get("delta")
+        text = delta.get("text") if isinstance(delta, Mapping) else None
+        if isinstance(index, int) and isinstance(text, str):
+            self._shown_blocks.add(index)
+            self._on_text.append(self._message(index), text)
+
+    def _restart_text(self) -> None:
+        """A new attempt writes its blocks from the start: the blocks shown so far start
+        over (what it writes again is not shown twice, what it changes is reset)."""
+        if self._on_text is not None:
+            for index in sorted(self._shown_blocks):
+                self._on_text(self._message(index), "", False)
+
     def _committed(self, fold: ConverseFold, events: list[Envelope]) -> TurnResult:
         """The turn the harness committed; its text blocks are final now (a block only an
         abandoned attempt wrote ends empty, so what it showed is withdrawn)."""
         if self._on_text is not None:
             for index in sorted(self._shown_blocks | set(fold.text_blocks)):
-                self._on_text(self._message(index), fold.text_blocks.get(index, ""), True)
+                self._on_text(self._message(index), fold.block_text(index), True)
         return fold.result(events)
 
 

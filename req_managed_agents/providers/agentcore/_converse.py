@@ -111,8 +111,8 @@ class ConverseFold:
 
     def __init__(self) -> None:
         self.text: list[str] = []
-        # The text of each content block so far, by contentBlockIndex.
-        self.text_blocks: dict[int, str] = {}
+        # The pieces of each text block so far, by contentBlockIndex (joined when read).
+        self.text_blocks: dict[int, list[str]] = {}
         self.stop_reason: str | None = None
         self.usage = Usage()
         self._inputs: dict[str, list[str]] = {}
@@ -146,7 +146,7 @@ class ConverseFold:
             if isinstance(delta.get("text"), str):
                 self.text.append(delta["text"])
                 index = _index(body)
-                self.text_blocks[index] = self.text_blocks.get(index, "") + delta["text"]
+                self.text_blocks.setdefault(index, []).append(delta["text"])
             tool_delta = delta.get("toolUse")
             if isinstance(tool_delta, Mapping) and isinstance(tool_delta.get("input"), str):
                 active = self._active.get(_index(body))
@@ -161,6 +161,10 @@ class ConverseFold:
             self.usage = _usage(body.get("usage"))
         elif name == "hookEvent":
             self.hook_events.append(_hook_event(body))
+
+    def block_text(self, index: int) -> str:
+        """The text of content block ``index`` so far (``""`` for none)."""
+        return "".join(self.text_blocks.get(index, ()))
 
     def tool_uses(self) -> tuple[list[ToolUse], list[ToolUse]]:
         """``(custom, server)`` tool uses, in first-seen order."""

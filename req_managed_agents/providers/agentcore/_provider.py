@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import uuid
@@ -11,7 +12,14 @@ from typing import Any
 import requests
 
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers._base import EventSink, TextSink, check_options, handle_id
+from req_managed_agents.providers._base import (
+    CreateToken,
+    EventSink,
+    Origin,
+    TextSink,
+    check_options,
+    handle_id,
+)
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore._conversation import (
     PROVIDER_NAME,
@@ -39,9 +47,12 @@ DEFAULT_INVOKE_RETRIES = 2
 _RUNTIME_SESSION_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{32,99}$")
 
 
-def new_runtime_session_id() -> str:
-    """A fresh runtime session id in the shape AgentCore requires."""
-    return f"rma-{uuid.uuid4().hex}"
+def new_runtime_session_id(token: str | None = None) -> str:
+    """A fresh runtime session id in the shape AgentCore requires; with a keyed run's
+    create ``token``, always the same one for it (the caller names AgentCore sessions)."""
+    if token is None:
+        return f"rma-{uuid.uuid4().hex}"
+    return f"rma-{hashlib.sha256(token.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
 
 
 class BedrockAgentCore:
@@ -132,6 +143,7 @@ class BedrockAgentCore:
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
         cancelled: threading.Event | None = None,
         resume: str | None = None,
+        create_token: CreateToken | None = None,
     ) -> AgentCoreConversation:
         """Prepare a runtime session. With local tools, the harness is read (once per client)
         so its deployed tools are sent with them; nothing is invoked until the first prompt."""
@@ -143,7 +155,11 @@ class BedrockAgentCore:
         if not harness_arn:
             raise ConfigurationError("an AgentCore session needs harness_arn= (or harness=)")
         reattached = resume or options.get("runtime_session_id")
-        runtime_session_id = reattached or new_runtime_session_id()
+        token = create_token.value if create_token else None
+        runtime_session_id = reattached or new_runtime_session_id(token)
+        origin: Origin = "reattached" if reattached else "created"
+        if not reattached and create_token is not None and create_token.look_since is not None:
+            origin = "adopted"  # the same id an earlier attempt used
         if not _RUNTIME_SESSION_ID.fullmatch(str(runtime_session_id)):
             raise ConfigurationError(
                 "runtime_session_id must be 33-100 letters, digits, '-' or '_', "
@@ -183,7 +199,7 @@ class BedrockAgentCore:
             on_event=on_event,
             metadata=metadata,
             telemetry_metadata=telemetry_metadata,
-            reattached=bool(reattached),
+            origin=origin,
             on_text=on_text,
             runtime_user_id=runtime_user_id,
         )

@@ -187,6 +187,7 @@ class ClaudeBedrockClient(ClaudeClient):
         initial_events: Sequence[Mapping[str, Any]] | None = None,
         working_directory: str | None = None,
         execution_identity: Mapping[str, Any] | None = None,
+        create_token: str | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
         """Create a session in the sandbox ``environment_id`` (an ARN); see
@@ -209,6 +210,7 @@ class ClaudeBedrockClient(ClaudeClient):
             initial_events=initial_events,
             working_directory=working_directory,
             execution_identity=execution_identity,
+            create_token=create_token,
             telemetry_metadata=telemetry_metadata,
         )
 

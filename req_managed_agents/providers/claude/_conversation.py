@@ -19,7 +19,6 @@ a turn before the outcome's grading has settled does not end the turn.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -41,9 +40,11 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
+from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
@@ -86,6 +87,8 @@ Event = Mapping[str, Any]
 class ClaudeConversation(FeedConversation):
     """Drives one session; created by :meth:`ClaudeManagedAgents.open_conversation`."""
 
+    _feed: EventFeed
+
     def __init__(
         self,
         client: ClaudeClient,
@@ -99,11 +102,12 @@ class ClaudeConversation(FeedConversation):
         on_text: TextSink | None = None,
         cancelled: threading.Event | None = None,
         provider_name: str = PROVIDER_NAME,
+        origin: Origin = "created",
     ) -> None:
         self.info = SessionInfo(session_id, provider_name, dict(metadata))
+        self.origin = origin
         self._client = client
         self._on_event = on_event
-        self._on_text = on_text
         self._telemetry = dict(telemetry_metadata)
         self._resumed = resumed
         # Every custom tool use and every provider tool use asking permission, by id, and
@@ -116,10 +120,8 @@ class ClaudeConversation(FeedConversation):
         self._sandbox: dict[str, ToolUse] = {}
         self._answered: set[str] = set()
         self._outcome_pending = False
-        # Digests of the prompts the session has recorded (a keyed run asks).
-        self._prompts: set[str] = set()
         # The text of each agent message being previewed, per content block.
-        self._previews: dict[str, dict[int, str]] = {}
+        self._previews = Previews(on_text) if on_text is not None else None
         self._aborted = False
         self._feed = EventFeed(
             client,
@@ -208,18 +210,11 @@ class ClaudeConversation(FeedConversation):
         elicitations: Elicitations = (),
     ) -> TurnResult:
         self._check_feed()
-        # A subagent's call is answered on its thread (the id alone routes it, but the
-        # service records which thread it went to).
-        passed = {use.id: use for use in tool_uses}
-
-        def thread_of(tool_use_id: str) -> str | None:
-            use = passed.get(tool_use_id) or self._tool_uses.get(tool_use_id)
-            return use.session_thread_id if use else None
-
+        # A subagent's call is answered like any other: its id alone routes the answer.
         events = [
             sandbox_tool_result(result)
             if result.tool_use_id in self._sandbox
-            else custom_tool_result(result, thread_of(result.tool_use_id))
+            else custom_tool_result(result)
             for result in results
             if result.tool_use_id not in self._answered
         ]
@@ -233,11 +228,13 @@ class ClaudeConversation(FeedConversation):
             for elicitation, answer in elicitations
             if elicitation.id not in self._answered
         ]
-        echoes: set[str] = set()
         if events:
-            echoes = self._delivery.post(events, answers_landed(events))
+            self._delivery.post(events, answers_landed(events))
             self._answered.update(answered_id(event) for event in events)
-        return self._await_turn(after=echoes)
+        # The turn the answers resume starts at once, not at their echo, which the service
+        # need not stream: the session waits for these answers alone, and an idle naming
+        # only calls already answered is recognised as stale (_resolve).
+        return self._await_turn()
 
     def define_outcome(self, outcome: Outcome) -> TurnResult:
         self._check_feed()
@@ -270,8 +267,14 @@ class ClaudeConversation(FeedConversation):
     def close(self) -> None:
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
-        return _digest(prompt) in self._prompts
+    def history_mark(self) -> str | None:
+        return self._feed.newest_id()
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        return any(
+            event.get("type") == "user.message" and text_of(event) == prompt
+            for event in self._feed.history_after(after)
+        )
 
     def _delete_session(self) -> None:
         self._client.delete_session(self.session_id)
@@ -304,34 +307,27 @@ class ClaudeConversation(FeedConversation):
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
-        elif kind == "user.message":
-            self._prompts.add(_digest(text_of(event)))
-        elif kind == "agent.message" and live and self._on_text is not None:
-            message = str(event.get("id", ""))
-            self._previews.pop(message, None)
-            self._on_text(message, text_of(event), True)
+        elif kind == "agent.message" and live and self._previews is not None:
+            self._previews.finish(str(event.get("id", "")), text_of(event))
 
     def _preview(self, event: Event) -> None:
-        """Add an ``event_delta`` to its message's text and report the text so far; an
-        ``event_start`` (again, after a reconnect) starts the message's preview over."""
-        if self._on_text is None:
+        """Add an ``event_delta`` to its message's text; an ``event_start`` (again, after a
+        reconnect) starts the message's preview over."""
+        previews = self._previews
+        if previews is None:
             return
         if event.get("type") == "event_start":
             started = event.get("event")
             if isinstance(started, Mapping):
-                self._previews.pop(str(started.get("id", "")), None)
+                previews.restart(str(started.get("id", "")))
             return
         delta = event.get("delta")
         content = delta.get("content") if isinstance(delta, Mapping) else None
         text = content.get("text") if isinstance(content, Mapping) else None
         if not isinstance(text, str) or not isinstance(delta, Mapping):
             return
-        message = str(event.get("event_id", ""))
         index = delta.get("index")
-        blocks = self._previews.setdefault(message, {})
-        key = index if isinstance(index, int) else 0
-        blocks[key] = blocks.get(key, "") + text
-        self._on_text(message, "".join(blocks[i] for i in sorted(blocks)), False)
+        previews.add(str(event.get("event_id", "")), index if isinstance(index, int) else 0, text)
 
     def _await_turn(
         self, prefix: Sequence[Event] = (), after: set[str] | None = None
@@ -391,7 +387,3 @@ def _is_activity(event: Event) -> bool:
     if kind == "user.interrupt":
         return False  # interrupting an idle session changes nothing
     return kind in _ACTIVITY_TYPES or kind.startswith(_ACTIVITY_PREFIXES)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -3,7 +3,9 @@
 A post that fails without proving it did not land (a reset connection, a 5xx, a rate limit
 the HTTP layer gave up on) is not simply retried and not simply given up on: the session's
 history says whether the events arrived, so :class:`Delivery` looks there and re-sends only
-what is missing, a few times, with a growing pause that honours ``retry-after``.
+what is missing, a few times, with a growing pause that honours ``retry-after`` - every send
+of one input, the HTTP layer's retries included, at most :data:`INPUT_SENDS` times (one
+:class:`SendBudget` per input).
 """
 
 from __future__ import annotations
@@ -28,10 +30,18 @@ from req_managed_agents.providers.claude._events import (
     interrupt,
 )
 from req_managed_agents.providers.claude._feed import EventFeed
-from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._backoff import RetryPolicy, SendBudget
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["RESEND", "UNREGISTERED_CALL", "Delivery", "Landed", "answered_id", "answers_landed"]
+__all__ = [
+    "INPUT_SENDS",
+    "RESEND",
+    "UNREGISTERED_CALL",
+    "Delivery",
+    "Landed",
+    "answered_id",
+    "answers_landed",
+]
 
 _log = get_logger(__name__)
 
@@ -42,6 +52,9 @@ RESEND = RetryPolicy(max_retries=3, base=1.0, cap=8.0, max_retry_after=60.0)
 # A result posted before the service registered its call is refused with a 400; it is posted
 # again four times, 0.1 s doubling to 1 s.
 UNREGISTERED_CALL = RetryPolicy(max_retries=4, base=0.1, cap=1.0)
+# One input goes out at most this many times in all: the HTTP client's retries, the resends
+# above and the re-posts of a result that overtook its call all spend the same budget.
+INPUT_SENDS = 5
 _UNREGISTERED = "does not match any agent.tool_use event"
 
 Event = Mapping[str, Any]
@@ -117,8 +130,18 @@ class Delivery:
         """
         kinds = {str(event["type"]) for event in events}
         mark = self._feed.newest_id()  # what the session held before this post
+        budget = SendBudget(INPUT_SENDS)
         try:
-            return _echo_ids(self.send(events), kinds)
+            return _echo_ids(self.send(events, budget), kinds)
+        except BadRequestError as refused:
+            # Another worker resuming the session may have answered these calls first (with
+            # the result it recorded in the shared ledger): then they are in the history -
+            # perhaps before the mark, the stream reading ahead of the driving thread.
+            found = landed(self._feed.history_after(None))
+            if len(found) == len(events):
+                _log.info("%s were answered already: %s", sorted(kinds), refused)
+                return set(found.values())
+            raise
         except (TransportError, ServerError, RateLimitError) as exc:
             failure: ManagedAgentsError = exc
         # One more look than re-sends: an ambiguous failure is first only looked up.
@@ -139,24 +162,33 @@ class Delivery:
                 echoes = set(found.values())
                 if not missing:
                     return echoes
-                if _refused(failure) or attempt > 0:
-                    return echoes | _echo_ids(self.send(missing), kinds)
+                # Without a send left, it is only looked for again (it may yet land).
+                if (_refused(failure) or attempt > 0) and budget.left:
+                    return echoes | _echo_ids(self.send(missing, budget), kinds)
             except (TransportError, ServerError, RateLimitError) as exc:
                 failure = exc
         raise failure
 
-    def send(self, events: Sequence[Event]) -> Mapping[str, Any]:
+    def send(self, events: Sequence[Event], budget: SendBudget) -> Mapping[str, Any]:
         """One post; a result the service refuses because it has not registered the call
         yet (it arrived before the call's own event was recorded, as on subagent threads) is
-        sent again after a short pause - that error and no other."""
+        sent again after a short pause - that error and no other. Every send spends one of
+        ``budget``'s."""
         attempt = 0
         while True:
             try:
                 return self._client.send_events(
-                    self.session_id, list(events), telemetry_metadata=self._telemetry
+                    self.session_id,
+                    list(events),
+                    telemetry_metadata=self._telemetry,
+                    budget=budget,
                 )
             except BadRequestError as exc:
-                if attempt >= UNREGISTERED_CALL.max_retries or not _unregistered_call(exc):
+                if (
+                    attempt >= UNREGISTERED_CALL.max_retries
+                    or not _unregistered_call(exc)
+                    or not budget.left
+                ):
                     raise
                 _log.info("the service has not registered the call yet; posting again: %s", exc)
                 if self._feed.wait_stopped(UNREGISTERED_CALL.delay(attempt)) or self._aborted():

@@ -77,18 +77,17 @@ def user_message(text: str) -> dict[str, Any]:
     return {"type": "user.message", "content": [{"type": "text", "text": text}]}
 
 
-def custom_tool_result(result: ToolResult, session_thread_id: str | None = None) -> dict[str, Any]:
+def custom_tool_result(result: ToolResult) -> dict[str, Any]:
     """The answer to one ``agent.custom_tool_use`` (an empty text is sent as no content:
-    empty text blocks are not accepted), naming the thread that asked, if a subagent did."""
-    event: dict[str, Any] = {
+    empty text blocks are not accepted). It names no thread, not even a subagent's: the
+    params declare no such field, and the service routes the answer by its tool use id
+    (the echo names the thread it went to)."""
+    return {
         "type": CUSTOM_TOOL_RESULT,
         "custom_tool_use_id": result.tool_use_id,
         "is_error": result.is_error,
         **_result_content(result),
     }
-    if session_thread_id:
-        event["session_thread_id"] = session_thread_id
-    return event
 
 
 def sandbox_tool_result(result: ToolResult) -> dict[str, Any]:

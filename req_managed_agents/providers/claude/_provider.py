@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import requests
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import (
+    CreateToken,
     EventSink,
+    Origin,
     TextSink,
     check_options,
     handle_id,
@@ -24,6 +27,7 @@ from req_managed_agents.providers.claude._client import (
 )
 from req_managed_agents.providers.claude._conversation import PROVIDER_NAME, ClaudeConversation
 from req_managed_agents.providers.claude._options import OPTIONS, SESSION_OPTIONS
+from req_managed_agents.providers.claude.api._sessions import CREATE_CLOCK_SKEW
 from req_managed_agents.transport._config import (
     check_client_limits,
     credential,
@@ -142,34 +146,44 @@ class ClaudeManagedAgents:
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
         cancelled: threading.Event | None = None,
         resume: str | None = None,
+        create_token: CreateToken | None = None,
     ) -> ClaudeConversation:
-        """Create a session (or reattach to ``session_id``) and attach its event stream."""
+        """Create a session (or reattach to ``session_id``, or adopt the one an earlier
+        attempt created with ``create_token``) and attach its event stream."""
         check_options(options, self.options, self.label)
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
         session_id = resume or options.get("session_id")
-        if session_id:
-            resumed = True
-        else:
+        origin: Origin = "reattached"
+        resumed = True
+        if not session_id:
             agent, environment_id = _references(options)
             extra = {
                 name: options[option]
                 for option, name in self.session_options.items()
                 if options.get(option) is not None
             }
-            try:
-                session = self.client.create_session(
-                    agent, environment_id, telemetry_metadata=telemetry_metadata, **extra
-                )
-            except ValueError as exc:
-                if isinstance(exc, ConfigurationError):
-                    raise
-                raise ConfigurationError(f"session option {exc}") from None
-            session_id = session["id"]
-            # Initial events start work before the stream is attached: read the session
-            # back as a resumed one, whose history holds what they did so far.
-            resumed = bool(extra.get("initial_events"))
+            found = self._created_before(create_token, agent, telemetry_metadata)
+            if found is not None:
+                session_id, origin = found, "adopted"
+            else:
+                try:
+                    session = self.client.create_session(
+                        agent,
+                        environment_id,
+                        create_token=create_token.value if create_token else None,
+                        telemetry_metadata=telemetry_metadata,
+                        **extra,
+                    )
+                except ValueError as exc:
+                    if isinstance(exc, ConfigurationError):
+                        raise
+                    raise ConfigurationError(f"session option {exc}") from None
+                session_id, origin = session["id"], "created"
+                # Initial events start work before the stream is attached: read the session
+                # back as a resumed one, whose history holds what they did so far.
+                resumed = bool(extra.get("initial_events"))
         return ClaudeConversation(
             self.client,
             str(session_id),
@@ -181,7 +195,24 @@ class ClaudeManagedAgents:
             on_text=on_text,
             cancelled=cancelled,
             provider_name=self.name,
+            origin=origin,
         )
+
+    def _created_before(
+        self,
+        token: CreateToken | None,
+        agent: str | Mapping[str, Any],
+        telemetry_metadata: Mapping[str, Any],
+    ) -> str | None:
+        """The session an earlier attempt created with ``token``, if there is one."""
+        if token is None or token.look_since is None:
+            return None
+        since = datetime.fromtimestamp(token.look_since, timezone.utc) - CREATE_CLOCK_SKEW
+        agent_id = agent if isinstance(agent, str) else str(agent.get("id"))
+        found = self.client.find_created_session(
+            token.value, since, telemetry_metadata, agent_id=agent_id
+        )
+        return str(found["id"]) if found is not None else None
 
 
 def _references(options: Mapping[str, Any]) -> tuple[str | dict[str, Any], str]:

@@ -40,8 +40,10 @@ CATCH_UP_PREFIX = "rma_catchup_"
 FACTS_KEPT = 20_000
 _ENDED = frozenset(TURN_ENDS.values())
 _FINISHED_ITEMS = frozenset({"completed", "incomplete", "failed"})
-# Items that are inputs, not agent output: recorded as added, never done.
-_INPUT_ITEMS = frozenset({"function_call_output", "computer_use_approval_request_result"})
+# Items that are not the turn's agent output - inputs, a subagent's report: added, never done.
+_INPUT_ITEMS = frozenset(
+    {"function_call_output", "computer_use_approval_request_result", "agent_message"}
+)
 _END_EVENT = {status: kind for kind, status in TURN_ENDS.items()}
 
 Event = dict[str, Any]
@@ -188,15 +190,20 @@ def _item_events(
     session_id: str, turn_id: str, items: Iterable[Mapping[str, Any]], tracker: Tracker
 ) -> list[Event]:
     """An item's ``added`` and, once it finished, its ``done`` - for agent output; inputs
-    (the user's message, a function's output) are only ever added."""
+    (the user's message, a function's output) are only ever added. Each in the service's
+    item order, with the ``output_index`` the stream gives it: its place among the turn's
+    agent output (none for the rest)."""
     rebuilt: list[Event] = []
-    for index, item in enumerate(items):
+    outputs = 0
+    for item in items:
         item_id = item.get("id")
-        if not isinstance(item_id, str) or not item_id:
-            continue
         is_input = item.get("type") in _INPUT_ITEMS or (
             item.get("type") == "message" and item.get("role") == "user"
         )
+        index = None if is_input else outputs
+        outputs += 0 if is_input else 1
+        if not isinstance(item_id, str) or not item_id:
+            continue
         finished = not is_input and item.get("status", "completed") in _FINISHED_ITEMS
         base = {"session_id": session_id, "turn_id": str(item.get("turn_id") or turn_id)}
         if not tracker.knows(("added", item_id)) and not tracker.knows(("done", item_id)):
@@ -205,7 +212,7 @@ def _item_events(
                     "type": ITEM_ADDED,
                     "event_id": f"{CATCH_UP_PREFIX}{item_id}_added",
                     "item": dict(item),
-                    "output_index": None if is_input else index,
+                    "output_index": index,
                     **base,
                 }
             )

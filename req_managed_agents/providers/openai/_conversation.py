@@ -36,9 +36,11 @@ from req_managed_agents.providers._base import (
     Confirmations,
     Elicitations,
     EventSink,
+    Origin,
     TextSink,
 )
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
+from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.providers.openai._delivery import Delivery, stable_key
 from req_managed_agents.providers.openai._events import (
@@ -96,13 +98,14 @@ class OpenAIConversation(FeedConversation):
         cancelled: threading.Event | None = None,
         provider_name: str = PROVIDER_NAME,
         opened: Opened | None = None,
+        origin: Origin = "created",
     ) -> None:
         self.info = SessionInfo(session_id, provider_name, dict(metadata))
+        self.origin = origin
         self._client = client
         self._on_event = on_event
-        self._on_text = on_text
         self._telemetry = dict(telemetry_metadata)
-        self._resumed = self._reattached = resumed
+        self._resumed = resumed
         self._initial = created_with
         # Function calls and approval requests seen, by id, and the ids already answered.
         self._uses: dict[str, ToolUse] = {}
@@ -113,7 +116,7 @@ class OpenAIConversation(FeedConversation):
         self._root_turns: set[str] = set()
         self._prompts: set[str] = {_digest(created_with)} if created_with is not None else set()
         # The text of each message being written, per content part.
-        self._previews: dict[str, dict[int, str]] = {}
+        self._previews = Previews(on_text) if on_text is not None else None
         self._aborted = False
         self._feed = OpenAIFeed(
             client,
@@ -221,17 +224,23 @@ class OpenAIConversation(FeedConversation):
             self._delivery.interrupt()
         self.abort()
 
-    def delivered(self, prompt: str) -> bool | None:
-        digest = _digest(prompt)
-        if digest in self._prompts or not self._reattached:
-            return digest in self._prompts
+    def history_mark(self) -> str | None:
+        """The newest item's id: the items after it are what came since."""
         for item in self._client.iter_items(
             self.session_id, order="desc", telemetry_metadata=self._telemetry
         ):
-            text = user_text(item)
-            if text is not None:
-                self._prompts.add(_digest(text))
-        return digest in self._prompts
+            return str(item.get("id"))
+        return None
+
+    def delivered(self, prompt: str, after: str | None) -> bool | None:
+        if self.origin == "created" and after is None and _digest(prompt) in self._prompts:
+            return True  # the session was created with it
+        return any(
+            user_text(item) == prompt
+            for item in self._client.iter_items(
+                self.session_id, order="asc", after=after, telemetry_metadata=self._telemetry
+            )
+        )
 
     def _delete_session(self) -> None:
         self._client.delete_session(self.session_id)
@@ -283,22 +292,17 @@ class OpenAIConversation(FeedConversation):
             self._prompts.add(_digest(prompt))
             return
         text = assistant_text(item)
-        if text is not None and finished_live and self._on_text is not None:
-            key = str(item.get("id", ""))
-            self._previews.pop(key, None)
-            self._on_text(key, text, True)
+        if text is not None and finished_live and self._previews is not None:
+            self._previews.finish(str(item.get("id", "")), text)
 
     def _preview(self, event: Event) -> None:
-        """Add a text delta to its message and report the message's text so far."""
+        """Add a text delta to its message."""
         delta = event.get("delta")
-        if self._on_text is None or not isinstance(delta, str):
+        if self._previews is None or not isinstance(delta, str):
             return
-        message_id = str(event.get("item_id", ""))
         index = event.get("content_index")
-        parts = self._previews.setdefault(message_id, {})
         key = index if isinstance(index, int) else 0
-        parts[key] = parts.get(key, "") + delta
-        self._on_text(message_id, "".join(parts[i] for i in sorted(parts)), False)
+        self._previews.add(str(event.get("item_id", "")), key, delta)
 
     def _await_turn(
         self,

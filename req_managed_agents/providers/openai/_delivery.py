@@ -3,7 +3,8 @@
 Every post carries an ``Idempotency-Key``, and the service takes a repeat of a key it has
 seen as the same request: so a post whose answer was lost (a reset, a timeout, a 5xx) is
 simply sent again with its key, by the HTTP layer's retries and then a few more times here,
-with a growing pause that honours ``retry-after``. Tool results carry keys derived from
+with a growing pause that honours ``retry-after`` - all of them together at most
+:data:`INPUT_SENDS` times (one :class:`SendBudget` per input). Tool results carry keys derived from
 what they answer, so even another process answering the same calls with the same results
 sends the same key.
 
@@ -31,10 +32,10 @@ from req_managed_agents.errors import (
 from req_managed_agents.providers._base import Aborted
 from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.providers.openai._events import cancel
-from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._backoff import RetryPolicy, SendBudget
 from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["RESEND", "UNREGISTERED_CALL", "Delivery", "stable_key"]
+__all__ = ["INPUT_SENDS", "RESEND", "UNREGISTERED_CALL", "Delivery", "stable_key"]
 
 _log = get_logger(__name__)
 
@@ -44,6 +45,9 @@ RESEND = RetryPolicy(max_retries=3, base=1.0, cap=8.0, max_retry_after=60.0)
 # A result posted before the service registered its call: posted again four times, 0.1 s
 # doubling to 1 s.
 UNREGISTERED_CALL = RetryPolicy(max_retries=4, base=0.1, cap=1.0)
+# One input goes out at most this many times in all: the HTTP client's retries, the resends
+# above and the re-posts of a result that overtook its call all spend the same budget.
+INPUT_SENDS = 5
 _UNREGISTERED = "unknown pending tool call"
 
 Event = Mapping[str, Any]
@@ -112,23 +116,33 @@ class Delivery:
             _log.warning("could not cancel the turn of session %s: %s", self.session_id, exc)
 
     def _post(self, events: Sequence[Event], key: str) -> None:
+        budget = SendBudget(INPUT_SENDS)
         failures = 0
         unregistered = 0
         while True:
             try:
                 self._client.send_events(
-                    self.session_id, events, idempotency_key=key, telemetry_metadata=self._telemetry
+                    self.session_id,
+                    events,
+                    idempotency_key=key,
+                    telemetry_metadata=self._telemetry,
+                    budget=budget,
                 )
                 return
             except BadRequestError as exc:
-                if unregistered >= UNREGISTERED_CALL.max_retries or not _unregistered(exc):
+                if (
+                    unregistered >= UNREGISTERED_CALL.max_retries
+                    or not _unregistered(exc)
+                    or not budget.left
+                ):
                     raise
                 _log.info("the service has not registered the call yet; posting again: %s", exc)
                 delay = UNREGISTERED_CALL.delay(unregistered)
                 unregistered += 1
             except (TransportError, ServerError, RateLimitError) as exc:
                 retry_after = exc.retry_after if isinstance(exc, APIError) else None
-                if failures >= RESEND.max_retries or not RESEND.honours(retry_after):
+                spent = not budget.left
+                if failures >= RESEND.max_retries or not RESEND.honours(retry_after) or spent:
                     raise
                 delay = RESEND.delay(failures, retry_after)
                 _log.info("posting %s again in %.2f s after: %s", _kinds(events), delay, exc)

@@ -239,12 +239,27 @@ def _message_text(item: object, role: str, part_type: str) -> str | None:
     )
 
 
-def _is_answer(item: object) -> bool:
-    """Whether an item records an answer we gave (a function's output, an approval)."""
-    return isinstance(item, Mapping) and item.get("type") in (
-        "function_call_output",
-        "computer_use_approval_request_result",
-    )
+def _answered(item: object) -> str | None:
+    """The call (or request) an item answers, when it records an answer we gave: a
+    function's output, a computer-use approval."""
+    if not isinstance(item, Mapping):
+        return None
+    if item.get("type") == "function_call_output":
+        return str(item.get("call_id"))
+    if item.get("type") == "computer_use_approval_request_result":
+        return str(item.get("request_id"))
+    return None
+
+
+def _asks(item: object) -> str | None:
+    """The call (or request) an item makes, which an answer names."""
+    if not isinstance(item, Mapping):
+        return None
+    if item.get("type") == "function_call":
+        return str(item.get("call_id"))
+    if item.get("type") == "browser_authentication_request":
+        return str(item.get("request_id"))
+    return None
 
 
 def _observed(item: Mapping[str, Any]) -> ToolUse:
@@ -264,25 +279,36 @@ def normalize(
 ) -> TurnResult:
     """Fold the events of one of our turns - from the input's effect to a session
     boundary - into a :class:`TurnResult`. ``root_turns`` are the service turns of the root
-    agent: only their messages are the agent's text (those after the last answer the batch
-    records, for a reattached session's whole service turn), and how the last of them ended
-    decides between ``end_turn`` and ``terminated`` at an idle."""
+    agent: only their messages are the agent's text (for a reattached session's whole
+    service turn, those after the calls the batch answers), and how the last of them ended
+    decides between ``end_turn`` and ``terminated`` at an idle.
+
+    An answer is placed where the service's item order puts it - right after the calls it
+    answers, before the step they resume - not where it arrived: a catch-up rebuilds an
+    answer the stream never carried after messages of the step it resumed."""
     boundary = next(event for event in reversed(batch) if event.get("type") in BOUNDARIES)
     session = boundary.get("session")
     session = session if isinstance(session, Mapping) else {}
-    texts: list[str] = []
+    texts: list[tuple[int, str]] = []
+    asked_at: dict[str, int] = {}
+    answered: set[str] = set()
     usage = Usage()
     observed: list[ToolUse] = []
     ended: tuple[str, Any] | None = None
-    for event in batch:
+    for position, event in enumerate(batch):
         kind = event.get("type")
-        if kind == ITEM_ADDED and _is_answer(event.get("item")):
-            texts = []  # what the agent wrote before the answers belongs to an earlier turn
-        elif kind == ITEM_DONE:
-            item = event.get("item")
+        item = event.get("item")
+        if kind in (ITEM_ADDED, ITEM_DONE):
+            asked = _asks(item)
+            if asked is not None:
+                asked_at.setdefault(asked, position)
+            answer = _answered(item)
+            if answer is not None:
+                answered.add(answer)
+        if kind == ITEM_DONE:
             text = assistant_text(item)
             if text and event.get("turn_id") in root_turns:
-                texts.append(text)
+                texts.append((position, text))
             elif isinstance(item, Mapping) and item.get("type") in _OBSERVED_TOOL_ITEMS:
                 observed.append(_observed(item))
         elif kind in TURN_ENDS:
@@ -291,11 +317,13 @@ def normalize(
                 turn = event.get("turn")
                 error = turn.get("error") if isinstance(turn, Mapping) else None
                 ended = (TURN_ENDS[str(kind)], error)
+    # What the agent wrote before the calls the batch answers belongs to an earlier turn.
+    resumed = max((asked_at.get(call, -1) for call in answered), default=-1)
     terminal, stop_reason = _terminal(str(boundary.get("type")), session, ended)
     calls, asks = required_uses(session, threads) if terminal == "requires_action" else ([], [])
     return TurnResult(
         terminal,
-        text="\n".join(texts),
+        text="\n".join(text for position, text in texts if position > resumed),
         tool_uses=tuple(calls),
         server_tool_uses=tuple(observed),
         usage=usage,

@@ -10,7 +10,9 @@ import requests
 
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError
 from req_managed_agents.providers._base import (
+    CreateToken,
     EventSink,
+    Origin,
     TextSink,
     check_options,
     handle_id,
@@ -119,10 +121,12 @@ class OpenAIAgents:
         handler_tools: Sequence[Mapping[str, Any]] | None = None,
         cancelled: threading.Event | None = None,
         resume: str | None = None,
+        create_token: CreateToken | None = None,
         prompt: str | None = None,
     ) -> OpenAIConversation:
-        """Create a session with ``prompt`` as its input (or reattach to ``session_id``)
-        and attach its event stream."""
+        """Create a session with ``prompt`` as its input (or reattach to ``session_id``, or
+        adopt the one an earlier attempt created with ``create_token``) and attach its event
+        stream."""
         check_options(options, self.options, self.label)
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
@@ -130,15 +134,24 @@ class OpenAIAgents:
         session_id = resume or options.get("session_id")
         created_with: str | None = None
         opened: Opened | None = None
+        origin: Origin = "reattached"
+        if not session_id and create_token is not None and create_token.look_since is not None:
+            agent_id, _ = _agent(options)
+            found = self.client.find_created_session(
+                create_token.value, agent_id, telemetry_metadata
+            )
+            if found is not None:
+                session_id, origin = str(found["id"]), "adopted"
         if not session_id:
             session_id, opened = self._create(
-                options, prompt, idle_timeout, cancelled, telemetry_metadata
+                options, prompt, idle_timeout, cancelled, telemetry_metadata, create_token
             )
-            created_with = prompt
+            created_with, origin = prompt, "created"
         return OpenAIConversation(
             self.client,
             str(session_id),
-            resumed=created_with is None and bool(resume or options.get("session_id")),
+            resumed=origin != "created",
+            origin=origin,
             created_with=created_with,
             idle_timeout=idle_timeout,
             on_event=on_event,
@@ -157,6 +170,7 @@ class OpenAIAgents:
         idle_timeout: float,
         cancelled: threading.Event | None,
         telemetry_metadata: Mapping[str, Any],
+        create_token: CreateToken | None,
     ) -> tuple[str, Opened | None]:
         """Create the session: with ``prompt`` as its input, streaming its events from its
         creation on (the stream, read up to the event naming it, goes to the feed); without
@@ -169,6 +183,8 @@ class OpenAIAgents:
             if options.get(option) is not None
         }
         environment = options.get("environment") or DEFAULT_ENVIRONMENT
+        if create_token is not None:
+            extra["create_token"] = create_token.value
         try:
             if prompt is None:
                 session = self.client.create_session(

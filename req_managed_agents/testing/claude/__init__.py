@@ -39,8 +39,12 @@ deterministic:
 * a built-in toolset answers ``configs`` with all eight tools resolved; a skill without a
   version pins ``"latest"``; ``self`` in a roster names the agent at the version the
   create or update makes; a memory store resource mounts at ``/mnt/memory/<name slug>``;
-* a ``session_thread_id`` on an answer must name the thread its tool use was made on (a
-  400 otherwise); an answer without one is echoed with that thread's id;
+* an input event takes only the fields the SDK's params declare for it, its content
+  blocks and their sources included (the Bedrock flavor: Bedrock's params - no outcomes
+  or sandbox results, answers to elicitations, a user message's images and documents as
+  data only); anything else is a 400, as on the service. An answer names no thread (its
+  params declare none): it is routed by its tool use id, and its echo names the thread
+  that tool use was made on;
 * an agent whose model does not take mid-conversation system messages refuses a
   ``system.message`` with a 400 whose message names
   ``model_does_not_support_mid_conversation_system``;

@@ -59,6 +59,9 @@ class ClaudeEmulator(LoopbackEmulator):
     does, for tests that want their uploads back. ``lease_ttl`` is the lease (seconds) of a
     self-hosted environment's work item: what acknowledging it starts and the longest a
     heartbeat extends it by (the service's default, 300; short in tests).
+    ``echo_answers=False`` keeps the answers a client sends (``user.custom_tool_result``,
+    ``user.tool_confirmation``, ``user.tool_result``, ``user.mcp_elicitation_response``)
+    off the streams: the send's answer and the history still carry them.
 
     ``flavor="bedrock"`` serves Claude Managed Agents on Amazon Bedrock instead: requests
     are signed with SigV4 for service ``bedrock`` in ``region`` with ``access_key_id`` /
@@ -83,10 +86,12 @@ class ClaudeEmulator(LoopbackEmulator):
         access_key_id: str | None = None,
         secret_access_key: str | None = None,
         lease_ttl: int = DEFAULT_LEASE_TTL,
+        echo_answers: bool = True,
     ) -> None:
         if flavor not in ("anthropic", "bedrock"):
             raise ValueError(f"flavor is 'anthropic' or 'bedrock', not {flavor!r}")
         self.flavor = flavor
+        self.echo_answers = echo_answers
         self.region = region
         upper = string.ascii_uppercase + string.digits
         self.access_key_id = access_key_id or "AKIA" + "".join(
@@ -107,7 +112,12 @@ class ClaudeEmulator(LoopbackEmulator):
         self._state = state = ClaudeState(lifecycle.condition)
         state.bedrock = flavor == "bedrock"
         stream = EventStream(
-            lifecycle, state, ping_interval=ping_interval, heartbeat=heartbeat, sse_ids=sse_ids
+            lifecycle,
+            state,
+            ping_interval=ping_interval,
+            heartbeat=heartbeat,
+            sse_ids=sse_ids,
+            echo_answers=echo_answers,
         )
         self.api_key = api_key or f"sk-ant-emu-{secrets.token_hex(16)}"
         self._log = log = SessionLog(lifecycle.condition)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._inputs import check_event, check_request
+from req_managed_agents.testing.claude._inputs import ANSWERS, check_event, check_request
 from req_managed_agents.testing.claude._model import _Input
 from req_managed_agents.testing.claude._shapes import _denial, _tool_result
 from req_managed_agents.testing.claude._wire import (
@@ -49,12 +49,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Route
 
-_ANSWERS = (
-    "user.custom_tool_result",
-    "user.tool_confirmation",
-    "user.tool_result",
-    "user.mcp_elicitation_response",
-)
 # Every event type the API can log, for the ``types[]`` filter.
 EVENT_TYPES = frozenset(
     {
@@ -158,7 +152,7 @@ class Events:
             echoes = [self.accept(session, event) for event in events]
             if any(event["type"] != "user.interrupt" for event in events):
                 self._work.wake(session)
-            answering = any(event["type"] in _ANSWERS for event in events)
+            answering = any(event["type"] in ANSWERS for event in events)
             if answering and not session.busy and session.awaiting:
                 # Some of the awaited answers are still missing: idle again, naming them.
                 missing = [use_id for use_id, a in session.awaiting.items() if a.answer is None]
@@ -170,7 +164,7 @@ class Events:
         kind = event["type"]
         if kind == "user.define_outcome":
             event = {**event, "outcome_id": _new_id("outc")}
-        if kind in _ANSWERS:
+        if kind in ANSWERS:
             event = self._on_thread(session, event)
         # A message waits for the running turn; a system message goes with the message it
         # follows, which waits with it, or plays now.
@@ -202,10 +196,8 @@ class Events:
         return echo
 
     def _on_thread(self, session: _Session, event: dict[str, Any]) -> dict[str, Any]:
-        """An answer's echo names the thread its tool use was made on (the client's
-        ``session_thread_id`` when it sent one, which the checks matched)."""
-        if "session_thread_id" in event:
-            return event
+        """An answer is routed by the tool use it answers: its echo names the thread that
+        tool use was made on, when a subagent's."""
         field = next(
             key
             for key in ("custom_tool_use_id", "mcp_elicitation_id", "tool_use_id")

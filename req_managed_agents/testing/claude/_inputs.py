@@ -2,7 +2,9 @@
 
 Every event of a ``POST /v1/sessions/{id}/events`` request (or of a create's
 ``initial_events``) is checked before any is logged, so a request with one bad event changes
-nothing: it is a 400 ``invalid_request_error`` as the service answers. The checks know the
+nothing: it is a 400 ``invalid_request_error`` as the service answers. Its shape comes
+first - the event types and fields the SDK's params declare, for the session's flavor, and
+no other, down to content blocks and sources - then what it means now. The checks know the
 session's state (which tool uses are pending, which were answered, whether an outcome is
 open, its threads, its environment and model) but never change it. The stream's
 ``event_deltas[]`` query parameter is checked here too.
@@ -31,26 +33,48 @@ MAX_ITERATIONS = 20
 DEFAULT_ITERATIONS = 3
 _OUTCOME_FIELDS = frozenset({"type", "description", "rubric", "max_iterations"})
 
-# The fields each sent event type takes (``session_thread_id`` is informational on answers).
+# The events that answer what a paused turn waits for.
+ANSWERS = frozenset(
+    {
+        "user.custom_tool_result",
+        "user.tool_confirmation",
+        "user.tool_result",
+        "user.mcp_elicitation_response",
+    }
+)
+# The fields each input event takes: those its params declare in the SDK (anthropic 2.17,
+# ``types/beta/sessions/beta_managed_agents_*_event_params.py``), no other. An answer names
+# no thread: the service routes it by the tool use it answers, and its echo names the
+# thread it went to.
 _FIELDS = {
     "user.message": frozenset({"type", "content"}),
     "user.interrupt": frozenset({"type", "session_thread_id"}),
-    "user.custom_tool_result": frozenset(
-        {"type", "custom_tool_use_id", "content", "is_error", "session_thread_id"}
-    ),
-    "user.tool_result": frozenset(
-        {"type", "tool_use_id", "content", "is_error", "session_thread_id"}
-    ),
-    "user.tool_confirmation": frozenset(
-        {"type", "tool_use_id", "result", "deny_message", "session_thread_id"}
-    ),
-    "user.mcp_elicitation_response": frozenset({"type", "mcp_elicitation_id", "response"}),
+    "user.custom_tool_result": frozenset({"type", "custom_tool_use_id", "content", "is_error"}),
+    "user.tool_result": frozenset({"type", "tool_use_id", "content", "is_error"}),
+    "user.tool_confirmation": frozenset({"type", "tool_use_id", "result", "deny_message"}),
     "user.define_outcome": _OUTCOME_FIELDS,
     "system.message": frozenset({"type", "content"}),
 }
-# The content blocks of a user message, and of a tool result.
+# Claude on Bedrock's (``types/beta/bedrock/sessions/``): no outcomes and no sandbox results,
+# but answers to MCP elicitations.
+_BEDROCK_FIELDS = {
+    **{
+        kind: _FIELDS[kind]
+        for kind in _FIELDS
+        if kind not in ("user.define_outcome", "user.tool_result")
+    },
+    "user.mcp_elicitation_response": frozenset({"type", "mcp_elicitation_id", "response"}),
+}
+# The content blocks of a user message, and of a tool result, with the fields they take.
 _MESSAGE_BLOCKS = ("text", "image", "document")
 _RESULT_BLOCKS = ("text", "image", "document", "search_result")
+_BLOCK_FIELDS = {
+    "text": frozenset({"type", "text"}),
+    "image": frozenset({"type", "source"}),
+    "document": frozenset({"type", "source", "title", "context"}),
+    "search_result": frozenset({"type", "source", "title", "content", "citations"}),
+}
+# Each block's sources, with the fields they need besides ``type`` (and take, no other).
 _SOURCES = {
     "image": {"base64": ("media_type", "data"), "url": ("url",), "file": ("file_id",)},
     "document": {
@@ -59,6 +83,11 @@ _SOURCES = {
         "url": ("url",),
         "file": ("file_id",),
     },
+}
+# Claude on Bedrock takes a user message's images and documents only as data.
+_BEDROCK_MESSAGE_SOURCES = {
+    "image": {"base64": _SOURCES["image"]["base64"]},
+    "document": {kind: _SOURCES["document"][kind] for kind in ("base64", "text")},
 }
 # A system message follows one of these in the same request; it has 1 to 1000 blocks.
 _BEFORE_SYSTEM = ("user.message", "user.tool_result", "user.custom_tool_result")
@@ -117,26 +146,27 @@ def check_event(
     if not isinstance(event, dict) or not isinstance(event.get("type"), str):
         raise _invalid(f"{where}: must be an object with a type")
     kind = event["type"]
-    if kind not in _FIELDS:
+    fields = _BEDROCK_FIELDS if session.bedrock else _FIELDS
+    if kind not in fields:
         raise _invalid(f"{where}.type: {kind!r} is not an event a client can send")
-    for key in event:
-        if key not in _FIELDS[kind]:
-            raise _invalid(f"{where}.{key}: Extra inputs are not permitted")
+    _check_fields(event, fields[kind], where)
     thread_id = event.get("session_thread_id")
     if thread_id is not None and thread_id not in session.threads:
         raise _invalid(f"{where}.session_thread_id: no thread {thread_id!r} in this session")
     if kind == "user.message":
-        _check_blocks(event.get("content"), f"{where}.content", _MESSAGE_BLOCKS, file_exists)
+        sources = _BEDROCK_MESSAGE_SOURCES if session.bedrock else _SOURCES
+        content = event.get("content")
+        _check_blocks(content, f"{where}.content", _MESSAGE_BLOCKS, file_exists, sources=sources)
     elif kind == "user.custom_tool_result":
-        _check_answer(session, event, where, earlier, "custom_tool_use_id", "custom")
         _check_result_content(event, where, file_exists)
+        _check_answer(session, event, where, earlier, "custom_tool_use_id", "custom")
     elif kind == "user.tool_result":
+        _check_result_content(event, where, file_exists)
         if not session.self_hosted:
             raise _invalid(
                 f"{where}.type: user.tool_result is only accepted in self_hosted environments"
             )
         _check_answer(session, event, where, earlier, "tool_use_id", "result")
-        _check_result_content(event, where, file_exists)
     elif kind == "user.tool_confirmation":
         _check_confirmation(session, event, where, earlier)
     elif kind == "user.mcp_elicitation_response":
@@ -147,6 +177,13 @@ def check_event(
         _check_system_message(session, event, where, earlier)
 
 
+def _check_fields(value: dict[str, Any], fields: frozenset[str], where: str) -> None:
+    """Refuse what ``value`` holds beyond the ``fields`` its params declare."""
+    for key in value:
+        if key not in fields:
+            raise _invalid(f"{where}.{key}: Extra inputs are not permitted")
+
+
 def _check_blocks(
     content: Any,
     where: str,
@@ -154,35 +191,51 @@ def _check_blocks(
     file_exists: Callable[[str], bool],
     *,
     empty: bool = False,
+    sources: dict[str, dict[str, tuple[str, ...]]] = _SOURCES,
 ) -> None:
-    """Content blocks of the given kinds, with their sources; never a redacted block."""
+    """Content blocks of the given kinds, with their ``sources`` and only the fields they
+    declare; never a redacted block."""
     if not isinstance(content, list) or (not content and not empty):
         raise _invalid(f"{where}: must be a non-empty list of content blocks")
     for number, block in enumerate(content):
         at = f"{where}[{number}]"
         kind = block.get("type") if isinstance(block, dict) else None
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:
             raise _invalid(f"{at}.type: Input should be one of {', '.join(kinds)}")
+        _check_fields(block, _BLOCK_FIELDS[kind], at)
         if kind == "text" and not isinstance(block.get("text"), str):
             raise _invalid(f"{at}.text: Field required (a string)")
-        if kind in _SOURCES:
-            source = block.get("source")
-            source_kind = source.get("type") if isinstance(source, dict) else None
-            needed = _SOURCES[kind].get(str(source_kind))
-            if needed is None:
-                raise _invalid(
-                    f"{at}.source.type: Input should be one of {', '.join(_SOURCES[kind])}"
-                )
-            for key in needed:
-                if not isinstance(source.get(key), str):
-                    raise _invalid(f"{at}.source.{key}: Field required (a string)")
-            if source_kind == "file" and not file_exists(source["file_id"]):
-                raise _invalid(f"{at}.source.file_id: file {source['file_id']!r} was not found")
+        if kind in sources:
+            _check_source(block.get("source"), f"{at}.source", sources[kind], file_exists)
         if kind == "search_result":
             for key in ("source", "title"):
                 if not isinstance(block.get(key), str):
                     raise _invalid(f"{at}.{key}: Field required (a string)")
             _check_blocks(block.get("content"), f"{at}.content", ("text",), file_exists)
+            citations = block.get("citations")
+            if citations is not None:
+                if not isinstance(citations, dict):
+                    raise _invalid(f"{at}.citations: Input should be an object")
+                _check_fields(citations, frozenset({"enabled"}), f"{at}.citations")
+
+
+def _check_source(
+    source: Any,
+    where: str,
+    kinds: dict[str, tuple[str, ...]],
+    file_exists: Callable[[str], bool],
+) -> None:
+    """A block's source: one of ``kinds``, with the fields it needs and no other."""
+    source_kind = source.get("type") if isinstance(source, dict) else None
+    needed = kinds.get(str(source_kind))
+    if needed is None:
+        raise _invalid(f"{where}.type: Input should be one of {', '.join(kinds)}")
+    _check_fields(source, frozenset({"type", *needed}), where)
+    for key in needed:
+        if not isinstance(source.get(key), str):
+            raise _invalid(f"{where}.{key}: Field required (a string)")
+    if source_kind == "file" and not file_exists(source["file_id"]):
+        raise _invalid(f"{where}.file_id: file {source['file_id']!r} was not found")
 
 
 def _check_result_content(
@@ -198,21 +251,6 @@ def _answered(
     session: _Session, use_id: str, earlier: Sequence[dict[str, Any]], field: str
 ) -> bool:
     return use_id in session.answered or any(e.get(field) == use_id for e in earlier)
-
-
-def _check_thread(session: _Session, event: dict[str, Any], where: str) -> None:
-    """An answer that names a thread must name the one the tool use was made on."""
-    thread_id = event.get("session_thread_id")
-    field = "custom_tool_use_id" if "custom_tool_use_id" in event else "tool_use_id"
-    awaited = session.awaiting.get(event[field])
-    if thread_id is None or awaited is None:
-        return
-    made_on = awaited.thread.id if awaited.thread is not None else session.primary.id
-    if thread_id != made_on:
-        raise _invalid(
-            f"{where}.session_thread_id: {event[field]!r} was made on thread {made_on!r},"
-            f" not {thread_id!r}"
-        )
 
 
 def _check_answer(
@@ -233,7 +271,6 @@ def _check_answer(
     if awaited is None or awaited.kind != kind:
         use = "agent.custom_tool_use" if kind == "custom" else "agent.tool_use"
         raise _invalid(f"{where}.{field}: no pending {use} {use_id!r}")
-    _check_thread(session, event, where)
 
 
 def _check_elicitation_response(session: _Session, event: dict[str, Any], where: str) -> None:
@@ -277,7 +314,6 @@ def _check_confirmation(
         raise _invalid(f"{where}.tool_use_id: {use_id!r} was already confirmed")
     awaited = session.awaiting.get(use_id)
     if awaited is not None and awaited.kind == "confirm":
-        _check_thread(session, event, where)
         return
     logs = [session.log, *(t.log for t in session.threads.values() if not t.primary)]
     use = next(

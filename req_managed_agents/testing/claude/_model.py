@@ -133,10 +133,12 @@ class _Session:
         script: tuple[Turn, ...],
         *,
         self_hosted: bool = False,
+        bedrock: bool = False,
     ) -> None:
         self.record = record
         self.script = script
         self.self_hosted = self_hosted  # built-in tools wait for the client's results
+        self.bedrock = bedrock  # Claude on Bedrock: the inputs its params declare
         self.log: list[dict[str, Any]] = []
         self.clock = _Clock()
         now = record["created_at"]

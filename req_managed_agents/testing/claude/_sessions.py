@@ -230,7 +230,12 @@ class Sessions:
                 del record["vault_ids"], record["deployment_id"]
                 record.update(bedrock_fields)
             self_hosted = environment["config"]["type"] == "self_hosted"
-            session = _Session(record, self._state.agent_scripts[agent_id], self_hosted=self_hosted)
+            session = _Session(
+                record,
+                self._state.agent_scripts[agent_id],
+                self_hosted=self_hosted,
+                bedrock=bedrock,
+            )
             initial = self._initial_events(body.get("initial_events"), session)
             self._state.sessions[record["id"]] = session
             self._work.queue(session)  # a self-hosted environment's sandbox must serve it

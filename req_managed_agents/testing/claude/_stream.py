@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import text_pieces
-from req_managed_agents.testing.claude._inputs import delta_types
+from req_managed_agents.testing.claude._inputs import ANSWERS, delta_types
 from req_managed_agents.testing.claude._wire import SESSION_PATH, _new_id
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ class EventStream:
     """The stream route: a session's log, as it grows, over SSE.
 
     ``ping_interval`` is the silence after which a stream writes a heartbeat, in the form
-    ``heartbeat`` names; ``sse_ids`` adds ``id:`` lines to frames.
+    ``heartbeat`` names; ``sse_ids`` adds ``id:`` lines to frames; without ``echo_answers``
+    the answers a client sent are not streamed (the history has them).
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class EventStream:
         ping_interval: float,
         heartbeat: str,
         sse_ids: bool,
+        echo_answers: bool = True,
     ) -> None:
         if ping_interval <= 0:
             raise ValueError("ping_interval must be positive")
@@ -67,6 +69,7 @@ class EventStream:
         self._ping_interval = ping_interval
         self._heartbeat = _HEARTBEATS[heartbeat]
         self._sse_ids = sse_ids
+        self._unstreamed = frozenset() if echo_answers else ANSWERS
 
     def routes(self) -> list[Route]:
         return [("GET", f"{SESSION_PATH}/events/stream", self._stream_events)]
@@ -118,6 +121,8 @@ class EventStream:
                 stream.finish("session_deleted")
                 return
             for position, event in enumerate(fresh, start=cursor):
+                if event["type"] in self._unstreamed:
+                    continue
                 corrupted = functools.partial(self._frame, event, cut=True)
                 previews = _previews(event) if event["type"] in previewed else []
                 frames = [self._frame(preview) for preview in previews]

@@ -30,9 +30,10 @@ The wire contract a client can rely on:
   turn ``waiting``), or ``turn.completed`` (with the turn's ``usage``, summed over its
   steps) and ``agent.session.idle`` (or the next queued turn's ``turn.in_progress``, or
   ``agent.session.budget_reached``). Each answer is logged as it is accepted
-  (``function_call_output`` item added; an MCP call's ``turn.item.done``); the last one
-  resumes the turn: ``agent.session.in_progress``, ``turn.in_progress``, the next step. A
-  failure logs ``error``, ``turn.failed`` and then ``agent.session.idle`` (or
+  (``function_call_output`` item added - with ``echo_answers=False`` only recorded in the
+  items, never announced; an MCP call's ``turn.item.done``); the last one resumes the
+  turn: ``agent.session.in_progress``, ``turn.in_progress``, the next step. A failure
+  logs ``error``, ``turn.failed`` and then ``agent.session.idle`` (or
   ``agent.session.failed``); a cancel ``turn.cancelled`` then ``agent.session.idle``.
   Subagent turns (``subagent_id`` set) have their own ``turn.created``, ``in_progress``
   and ``completed``; their calls carry their own ``turn_id``, which results must name.

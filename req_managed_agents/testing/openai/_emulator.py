@@ -39,6 +39,9 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
     ``script`` is the default script of agents created without one (over REST, inline in a
     session, or with :meth:`add_agent`); plain strings stand for text-only steps.
     ``ping_interval`` is the silence after which a stream writes a keep-alive comment.
+    ``echo_answers=False`` makes the service keep the answers it receives off the stream:
+    a tool result's ``function_call_output`` item is recorded (the items list it) but no
+    ``turn.item.added`` announces it, so only a catch-up can learn of it.
     """
 
     def __init__(
@@ -47,13 +50,15 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         *,
         api_key: str | None = None,
         ping_interval: float = 1.0,
+        echo_answers: bool = True,
     ) -> None:
         lifecycle = Lifecycle(type(self).__name__)
         self.api_key = api_key or f"sk-emu-{secrets.token_hex(16)}"
+        self.echo_answers = echo_answers
         self._state = state = OpenAIState(lifecycle.condition, as_script(script, OpenAITurn))
         self._log = log = SessionLog(lifecycle.condition)
         self._flow = flow = TurnFlow(log)
-        self._player = player = Player(lifecycle, log, flow)
+        self._player = player = Player(lifecycle, log, flow, echo_answers=echo_answers)
         self._agents = agents = Agents(state)
         stream = EventStream(lifecycle, state, ping_interval=ping_interval)
         sessions = Sessions(

@@ -65,10 +65,15 @@ class SessionLog:
         if output:
             index = turn.outputs
             turn.outputs += 1
-        owner = turn.subagent.id if turn.subagent is not None else None
-        session.items.append((owner, item))
+        self.record_item(session, turn, item)
         self.append(session, self._item_event("item.added", session, turn, item, index))
         return index
+
+    @staticmethod
+    def record_item(session: Session, turn: Turn, item: dict[str, Any]) -> None:
+        """Record an item of ``turn`` without announcing it (the items list it)."""
+        owner = turn.subagent.id if turn.subagent is not None else None
+        session.items.append((owner, item))
 
     def finish_item(
         self, session: Session, turn: Turn, item: dict[str, Any], index: int | None, status: str

@@ -56,8 +56,11 @@ class Player:
     """Plays sessions' scripted steps on threads of the emulator's ``lifecycle``; its methods
     are called with the lifecycle's lock held, and the steps take it as they log."""
 
-    def __init__(self, lifecycle: Lifecycle, log: SessionLog, flow: TurnFlow) -> None:
+    def __init__(
+        self, lifecycle: Lifecycle, log: SessionLog, flow: TurnFlow, *, echo_answers: bool
+    ) -> None:
         self._lifecycle = lifecycle
+        self._echo_answers = echo_answers
         self._condition = lifecycle.condition
         self._log = log
         self._flow = flow
@@ -71,10 +74,13 @@ class Player:
             self._play(session, message_texts(turn))
 
     def tool_result(self, session: Session, awaited: Awaited, result: dict[str, Any]) -> None:
-        """A function call's result: its output item, and the step after it once every call
-        is answered."""
+        """A function call's result: its output item (announced unless answers are not
+        echoed), and the step after it once every call is answered."""
         item = _items.function_call_output(awaited.turn.id, awaited.action["call_id"], result)
-        self._log.add_item(session, awaited.turn, item, output=False)
+        if self._echo_answers:
+            self._log.add_item(session, awaited.turn, item, output=False)
+        else:
+            self._log.record_item(session, awaited.turn, item)
         awaited.answer = _items.output_text(result)
         self._resume_when_answered(session)
 

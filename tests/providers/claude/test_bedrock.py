@@ -94,7 +94,9 @@ def test_a_three_turn_two_tool_run_is_signed_for_bedrock_throughout(
         assert result.session_id is not None
         session = provider.client.get_session(result.session_id)
     assert result.text == "The total is 30."
-    assert ran == ["add", "mul", "mul"]
+    # add and mul of the first turn run at once, in either order; the last mul after them.
+    assert sorted(ran[:2]) == ["add", "mul"]
+    assert ran[2:] == ["mul"]
     assert session["working_directory"] == "/home/agent/work"
     assert session["execution_identity"] == {"type": "aws_role", "role_arn": ROLE}
     assert "vault_ids" not in session

@@ -160,6 +160,16 @@ def test_a_subagents_tool_call_is_answered_on_its_thread(emulator: ClaudeEmulato
         result = run_to_completion(provider, "research", handler=tools, timeout=10, **ids)
     (use,) = result.tool_uses
     assert use.session_thread_id is not None
+    sent = [
+        event
+        for request in emulator.requests
+        if request.method == "POST" and request.path.endswith("/events")
+        for event in request.body["events"]
+        if event["type"] == "user.custom_tool_result"
+    ]
+    assert [sorted(event) for event in sent] == [
+        ["content", "custom_tool_use_id", "is_error", "type"]
+    ], "only the fields the SDK's params declare: the tool use id alone routes the result"
     posted = [
         e for e in emulator.events(str(result.session_id)) if e["type"] == "user.custom_tool_result"
     ]

@@ -326,3 +326,20 @@ def test_an_event_too_large_for_the_stream_decoder_arrives_through_the_history(
     )
     assert (result.terminal, result.text) == ("end_turn", "x" * 4000)
     assert len(emulator.stream_connections(str(result.session_id))) >= 2, "it reconnected"
+
+
+def test_a_turn_resumed_by_answers_the_stream_never_echoes_still_ends() -> None:
+    """The service records the results it receives but does not stream them back: the turn
+    they resume is followed from its first event, not from their echo."""
+    with ClaudeEmulator(TOOL_TURNS, ping_interval=0.2, echo_answers=False) as emulator:
+        tools = CountingTools()
+        with emulator.provider(timeout=5) as provider:
+            result = run_to_completion(provider, "Add", handler=tools, timeout=10, **ids(emulator))
+        log = emulator.events(str(result.session_id))
+    assert (result.terminal, result.text) == ("end_turn", "The answer is 7.")
+    assert sorted(tools.calls.values()) == [1, 1, 1]
+    assert len(emulator.stream_connections()) == 1, "no reconnect stood in for the echo"
+    answers = [e for e in log if e["type"] == "user.custom_tool_result"]
+    assert len(answers) == 3, "the history records the answers"
+    seen = {e["id"] for e in tools.events}
+    assert {e["id"] for e in log} - seen == {e["id"] for e in answers}

@@ -32,7 +32,7 @@ from urllib.parse import quote
 import requests
 
 from req_managed_agents.errors import APIError, ConfigurationError
-from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
+from req_managed_agents.transport._backoff import RetryPolicy, SendBudget, parse_retry_after
 from req_managed_agents.transport._http import HttpClient, api_error
 from req_managed_agents.transport._json import excerpt, json_object, loads
 from req_managed_agents.transport._redact import Secret
@@ -202,6 +202,7 @@ class ClientCore:
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
         cut_deep: bool = False,
+        budget: SendBudget | None = None,
         required: tuple[str, ...] = ("id",),
         listing: str | None = None,
         item_required: tuple[str, ...] = (),
@@ -218,6 +219,7 @@ class ClientCore:
             params=params,
             headers=headers,
             telemetry_metadata=telemetry_metadata,
+            budget=budget,
         )
         return json_object(
             response,

@@ -15,6 +15,7 @@ from req_managed_agents.providers.claude.api._core import (
     query_params,
     segment,
 )
+from req_managed_agents.transport._backoff import SendBudget
 
 __all__ = ["EventsAPI"]
 
@@ -28,8 +29,10 @@ class EventsAPI(ClientCore):
         events: Sequence[Mapping[str, Any]],
         *,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        budget: SendBudget | None = None,
     ) -> Json:
-        """Post events in one request; the API rejects an empty list, so we refuse it first."""
+        """Post events in one request; the API rejects an empty list, so we refuse it first.
+        Every send, retries included, spends one of ``budget``'s (see :class:`SendBudget`)."""
         if not events:
             raise ValueError("send_events needs at least one event")
         path = f"/v1/sessions/{segment(session_id)}/events"
@@ -39,6 +42,7 @@ class EventsAPI(ClientCore):
             idempotent=False,
             body={"events": [dict(e) for e in events]},
             telemetry_metadata=telemetry_metadata,
+            budget=budget,
             required=(),
             listing="data",  # {"data": [the events as recorded]}
         )

@@ -109,6 +109,7 @@ class SessionsAPI(ClientCore):
         initial_events: Sequence[Mapping[str, Any]] | None = None,
         working_directory: str | None = None,
         execution_identity: Mapping[str, Any] | None = None,
+        create_token: str | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
         """Create a session (``POST /v1/sessions``).
@@ -134,6 +135,9 @@ class SessionsAPI(ClientCore):
         session the lost answer named, and no second one is left behind. So it does after an
         answer that cannot be used (:class:`MalformedResponseError`, raised when no session
         carries the token): the service may have made the session it could not describe.
+        ``create_token`` chooses the token (a keyed run's, which a later process finds the
+        session by, with :meth:`find_created_session`); the metadata must then leave room
+        for it.
         """
         body: Json = {
             "agent": _agent_reference(agent),
@@ -151,9 +155,14 @@ class SessionsAPI(ClientCore):
             ]
         if metadata is not None:
             body["metadata"] = checked_metadata(metadata)
-        token = secrets.token_hex(12)
+        token = create_token or secrets.token_hex(12)
         if len(body.get("metadata", {})) < MAX_METADATA_PAIRS:
             body["metadata"] = {**body.get("metadata", {}), CREATE_TOKEN_KEY: token}
+        elif create_token is not None:
+            raise ValueError(
+                f"metadata: a keyed run needs one of the {MAX_METADATA_PAIRS} metadata keys "
+                f"for its create token ({CREATE_TOKEN_KEY!r})"
+            )
         if title is not None:
             if not isinstance(title, str):
                 raise ValueError(f"title must be a string, got {type(title).__name__}")
@@ -188,7 +197,7 @@ class SessionsAPI(ClientCore):
                 if not tagged:
                     raise
                 try:
-                    made = self._created_with(token, since, telemetry_metadata)
+                    made = self.find_created_session(token, since, telemetry_metadata)
                 except ManagedAgentsError as exc:
                     raise unusable from exc
                 if made is None:
@@ -200,23 +209,31 @@ class SessionsAPI(ClientCore):
                 if not tagged or refused or attempt >= self._http.retry.max_retries:
                     raise
                 if not (isinstance(exc, TransportError) and exc.not_sent):
-                    made = self._created_with(token, since, telemetry_metadata)
+                    made = self.find_created_session(token, since, telemetry_metadata)
                     if made is not None:
                         return made
                 attempt += 1
 
-    def _created_with(
-        self, token: str, since: datetime, telemetry_metadata: Mapping[str, Any] | None
+    def find_created_session(
+        self,
+        token: str,
+        since: datetime,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+        *,
+        agent_id: str | None = None,
     ) -> Json | None:
-        """The session a create request carrying ``token`` made, if it made one."""
-        params = query_params({"created_at_gte": since, "order": "desc"})
+        """The session a create request carrying ``token`` made at ``since`` or later (allow
+        for the clocks' skew), if it made one: the sessions created since (of ``agent_id``,
+        when given) are looked through for it, newest first. Where a listing leaves out the
+        sessions' metadata (Amazon Bedrock's does), each is read whole."""
+        params = query_params({"created_at_gte": since, "order": "desc", "agent_id": agent_id})
         for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
+            if "metadata" not in session:  # every listed session has its id (checked)
+                session = self.get_session(
+                    str(session["id"]), telemetry_metadata=telemetry_metadata
+                )
             metadata = session.get("metadata")
-            if (
-                isinstance(metadata, Mapping)
-                and metadata.get(CREATE_TOKEN_KEY) == token
-                and session.get("id")  # a usable id, if any (the page was checked)
-            ):
+            if isinstance(metadata, Mapping) and metadata.get(CREATE_TOKEN_KEY) == token:
                 return session
         return None
 

@@ -14,6 +14,7 @@ from typing import Any
 import requests
 
 from req_managed_agents.providers.openai.api._core import ClientCore, segment
+from req_managed_agents.transport._backoff import SendBudget
 
 __all__ = ["EventsAPI"]
 
@@ -30,9 +31,11 @@ class EventsAPI(ClientCore):
         *,
         idempotency_key: str,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        budget: SendBudget | None = None,
     ) -> None:
         """Post inputs (``agent.session.input.*``) in one request, answered 202 with no body.
-        The key makes repeats harmless, so failures are retried like an idempotent call."""
+        The key makes repeats harmless, so failures are retried like an idempotent call;
+        every send, retries included, spends one of ``budget``'s (see :class:`SendBudget`)."""
         if not events:
             raise ValueError("send_events needs at least one event")
         if not isinstance(idempotency_key, str) or not 1 <= len(idempotency_key) <= (
@@ -52,6 +55,7 @@ class EventsAPI(ClientCore):
             json={"events": [dict(event) for event in events]},
             headers={"idempotency-key": idempotency_key, "accept": "*/*"},
             telemetry_metadata={**(telemetry_metadata or {}), "session_id": session_id},
+            budget=budget,
         ).close()
 
     def open_event_stream(

@@ -95,9 +95,10 @@ def _session_body(
     vault_ids: Sequence[str] | None,
     review: str | None,
     prompt_cache_options: Mapping[str, Any] | None,
+    create_token: str | None,
 ) -> Json:
-    """A create's body, every option checked, tagged with a fresh create token in its
-    metadata (when the caller's leaves room for it)."""
+    """A create's body, every option checked, tagged with a create token in its metadata
+    (``create_token``, else a fresh one when the caller's metadata leaves room for it)."""
     env = environment_of(environment)
     body: Json = {"environment": env}
     if agent_id is not None:
@@ -130,7 +131,13 @@ def _session_body(
             raise ValueError("prompt_cache_options must be {'ttl': '30m' | '12h'}")
         body["prompt_cache_options"] = {"ttl": ttl}
     if len(body["metadata"]) < MAX_METADATA_PAIRS:
-        body["metadata"] = {**body["metadata"], CREATE_TOKEN_KEY: secrets.token_hex(12)}
+        token = create_token or secrets.token_hex(12)
+        body["metadata"] = {**body["metadata"], CREATE_TOKEN_KEY: token}
+    elif create_token is not None:
+        raise ValueError(
+            f"metadata: a keyed run needs one of the {MAX_METADATA_PAIRS} metadata keys for "
+            f"its create token ({CREATE_TOKEN_KEY!r})"
+        )
     return body
 
 
@@ -149,6 +156,7 @@ class SessionsAPI(ClientCore):
         vault_ids: Sequence[str] | None = None,
         review: str | None = None,
         prompt_cache_options: Mapping[str, Any] | None = None,
+        create_token: str | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Json:
         """Create a session (``POST /v1/agents/sessions``).
@@ -165,6 +173,9 @@ class SessionsAPI(ClientCore):
         the sessions are looked up by it before the create is sent again - and after an
         answer that cannot be used (:class:`MalformedResponseError`, raised when no session
         carries the token): the service may have made the session it could not describe.
+        ``create_token`` chooses the token (a keyed run's, which a later process finds the
+        session by, with :meth:`find_created_session`); the metadata must then leave room
+        for it.
         """
         body = _session_body(
             environment,
@@ -176,6 +187,7 @@ class SessionsAPI(ClientCore):
             vault_ids,
             review,
             prompt_cache_options,
+            create_token,
         )
         found = self._create(body, telemetry_metadata)
         if isinstance(found, dict):
@@ -208,6 +220,7 @@ class SessionsAPI(ClientCore):
         vault_ids: Sequence[str] | None = None,
         review: str | None = None,
         prompt_cache_options: Mapping[str, Any] | None = None,
+        create_token: str | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> tuple[str, requests.Response | Json]:
         """Create a session with ``input`` and stream its events from its creation on
@@ -227,6 +240,7 @@ class SessionsAPI(ClientCore):
             vault_ids,
             review,
             prompt_cache_options,
+            create_token,
         )
         body["stream"] = True
         body["stream_options"] = {"include_obfuscation": False}
