@@ -11,7 +11,8 @@
     │   ├── NotFoundError                     404
     │   ├── ConflictError                     409
     │   ├── RateLimitError                    429
-    │   └── ServerError                       5xx and 529 (overloaded)
+    │   ├── ServerError                       5xx and 529 (overloaded)
+    │   └── MalformedResponseError            a success whose body cannot be used
     ├── TransportError                        no usable HTTP response (connect/read failure)
     ├── StreamError                           a response stream broke or carried an error
     │   ├── EventStreamError (ValueError)     corrupt AWS event-stream framing
@@ -76,6 +77,7 @@ __all__ = [
     "IdleTimeoutError",
     "InvalidArtifactNameError",
     "LedgerError",
+    "MalformedResponseError",
     "ManagedAgentsError",
     "MissingDependencyError",
     "NotFoundError",
@@ -119,13 +121,10 @@ class MissingDependencyError(ConfigurationError, ImportError):
 
 
 class APIError(ManagedAgentsError):
-    """The provider answered with an HTTP error status.
-
-    ``error_type`` is the provider's own error code (``"not_found_error"``,
-    ``"ValidationException"``, ...), ``request_id`` the id to quote to provider support,
-    ``retry_after`` the seconds the server asked to wait before trying again (a 429, 503 or
-    529 may say), if it did.
-    """
+    """The provider answered with an HTTP error status: ``error_type`` is its own error code
+    (``"not_found_error"``, ``"ValidationException"``, ...), ``request_id`` the id to quote to
+    provider support, ``retry_after`` the seconds the server asked to wait before trying
+    again (a 429, 503 or 529 may say), if it did."""
 
     def __init__(
         self,
@@ -142,12 +141,9 @@ class APIError(ManagedAgentsError):
         self.error_type = error_type
         self.request_id = request_id
         self.body = redact_value(body)
-        detail = f"HTTP {status_code}"
-        if error_type:
-            detail += f" {error_type}"
+        detail = f"HTTP {status_code}" + (f" {error_type}" if error_type else "")
         detail += f": {message}" if message else ""
-        if request_id:
-            detail += f" (request id {request_id})"
+        detail += f" (request id {request_id})" if request_id else ""
         super().__init__(detail)
         self.message = redact(message)
 
@@ -179,12 +175,16 @@ class ServerError(APIError):
     """The provider failed (5xx) or is overloaded (529)."""
 
 
+class MalformedResponseError(APIError):
+    """A success whose body cannot be used (empty, not JSON, of the wrong shape; a field
+    missing, of the wrong type or far over any real one's size; over the size limit):
+    ``message`` names the request and what was wrong, quoting a short excerpt at most."""
+
+
 class TransportError(ManagedAgentsError):
     """No usable HTTP response: connection refused or reset, DNS failure, read timeout.
-
     ``not_sent`` is ``True`` when the failure proves the request never reached the server
-    (the connection was never made), so sending it again cannot do anything twice.
-    """
+    (the connection was never made), so sending it again cannot do anything twice."""
 
     def __init__(self, message: str = "", *, not_sent: bool = False) -> None:
         super().__init__(message)
@@ -209,11 +209,8 @@ class EventTooLargeError(StreamError, ValueError):
 
 
 class StreamReconnectError(StreamError):
-    """An event stream kept failing and the reconnect budget ran out.
-
-    ``attempts`` is how many connections failed in a row; ``cause`` (also ``__cause__``) is
-    the last failure.
-    """
+    """An event stream kept failing and the reconnect budget ran out: ``attempts`` is how
+    many connections failed in a row; ``cause`` (also ``__cause__``) is the last failure."""
 
     def __init__(self, message: str, *, attempts: int, cause: BaseException | None) -> None:
         super().__init__(message)
@@ -222,10 +219,8 @@ class StreamReconnectError(StreamError):
 
 
 class ProviderStreamError(StreamError):
-    """The provider reported an error inside the stream (an exception or error frame).
-
-    These are the provider's final word on the request and are never retried.
-    """
+    """The provider reported an error inside the stream (an exception or error frame): its
+    final word on the request, never retried."""
 
     def __init__(self, exception_type: str, message: str) -> None:
         self.exception_type = exception_type
@@ -282,10 +277,8 @@ class ElicitationRequiredError(SessionError):
 
 class UnresolvedRequiresActionError(SessionError):
     """The provider waits for an answer the session cannot give: no unanswered tool call
-    could be found, or a provider tool asks permission and nothing may decide it.
-
-    Sending an empty result list is rejected by the provider, so the session stops here.
-    """
+    could be found, or a provider tool asks permission and nothing may decide it. Sending an
+    empty result list is rejected by the provider, so the session stops here."""
 
     def __init__(
         self, stop_reason: Any, *, session_id: str | None = None, reason: str | None = None
@@ -316,8 +309,7 @@ class AmbiguousRunError(SessionError):
     """A run named by an ``idempotency_key`` cannot go on safely: it stopped between sending
     an input and seeing its turn end, on a provider whose history cannot be read to tell
     whether the input landed, so nothing is sent again (it could run that turn twice); or
-    another process is continuing it. ``session_id`` names the provider session to look at.
-    """
+    another process is continuing it. ``session_id`` names the provider session to look at."""
 
     def __init__(self, message: str, *, session_id: str | None = None) -> None:
         super().__init__(message)
@@ -395,10 +387,7 @@ class UnknownTagError(ProvisioningError, KeyError):
 
     def __init__(self, ref: str) -> None:
         self.ref = ref
-        super().__init__(f"unknown tag {ref!r}")
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__(f"unknown tag {ref!r}")  # ManagedAgentsError's str, not KeyError's
 
 
 class PartialPruneError(ProvisioningError):

@@ -159,7 +159,13 @@ results); both emulators have them:
   :class:`StreamConnection` ends ``"reset"``): a Claude stream was attached, an
   InvokeHarness turn was not played (a frame fault meant for it is used up);
 * ``before_requests(method, path_regex, hook, times=1, where=None)`` calls ``hook()`` just
-  before handling them.
+  before handling them;
+* ``answer_requests(method, path_regex, body, status=200, content_type="application/json",
+  after_acting=True, times=1, where=None)`` sends ``body`` as it is in place of their
+  answer - a hostile service's empty, non-JSON or ill-shaped success: with
+  ``after_acting=True`` after the request was handled in full (a streaming answer is
+  attached, then ends ``"replaced"`` unwritten), with ``after_acting=False`` instead of
+  handling it. An injected error meeting the same request comes first.
 
 Stream faults of the Claude emulator, at a 0-based position of the session log (echoed user
 events count), for the next ``times`` stream connections about to send that event, or any
@@ -170,8 +176,10 @@ before its previews:
   (with ``after_deltas=k``, after the event's ``event_start`` and ``k`` of its deltas);
 * ``stall_stream(at_event, seconds, session_id=None)`` (once) makes it go silent, pings
   included, for ``seconds`` and then close;
-* ``corrupt_stream(at_event, session_id=None, times=1)`` writes, instead of the event, a frame
-  whose ``data:`` is not JSON (the first half of the event's), then carries on;
+* ``corrupt_stream(at_event, session_id=None, times=1, data=None)`` writes, instead of the
+  event, a frame whose ``data:`` is not JSON (the first half of the event's) - or, with
+  ``data``, one that carries ``data`` (JSON of the wrong shape, an event whose ``type`` is
+  not a string) - then carries on;
 * ``duplicate_stream(at_event, session_id=None, times=1)`` writes that event's frame twice;
   ``duplicate_stream_events()`` writes every event twice on every stream.
 

@@ -1,8 +1,12 @@
 """The HTTP layer every provider shares: one pooled ``requests.Session``, timeouts on every
 call, the retry policy, error mapping and request telemetry.
 
-Providers plug in what differs: how to read an error body and how to authenticate a prepared
-request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS).
+Providers plug in what differs: how to read an error body, how to authenticate a prepared
+request (a static header for Anthropic, a SigV4 signature over the exact bytes for AWS) and
+which header carries the service's request id.
+
+A body that is not streamed is read no further than a limit (:mod:`._bodies`), so that no
+answer can take the process's memory.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from req_managed_agents.transport._backoff import (
     parse_should_retry,
     pause,
 )
+from req_managed_agents.transport._bodies import ERROR_BODY_BYTES, read_body, too_long
+from req_managed_agents.transport._json import MAX_BODY_BYTES
 from req_managed_agents.transport._redact import get_logger, redact
 
 __all__ = ["HttpClient", "api_error", "read_chunks", "shutdown_response"]
@@ -117,10 +123,12 @@ class HttpClient:
         parse_error: ErrorParser,
         authenticate: Authenticator,
         session: requests.Session | None = None,
+        request_id_header: str = "request-id",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.retry = retry
+        self.request_id_header = request_id_header
         self._parse_error = parse_error
         self._authenticate = authenticate
         self._owns_session = session is None
@@ -191,6 +199,7 @@ class HttpClient:
         retry: RetryPolicy | None = None,
         deadline: float | None = None,
         budget: SendBudget | None = None,
+        max_body: int | None = MAX_BODY_BYTES,
     ) -> requests.Response:
         """Send one request, retrying per the policy; return a 2xx response or raise.
 
@@ -199,7 +208,9 @@ class HttpClient:
         ``retry`` overrides the client's policy for this request; ``deadline`` (a
         :func:`time.monotonic` time) caps every socket wait and forbids a retry that could
         not finish before it; every send, retries included, spends one of ``budget``'s (an
-        input's, shared with the loops above that resend it).
+        input's, shared with the loops above that resend it). Unless ``stream``, the body is
+        read before this returns, up to ``max_body`` bytes (None: all of it, for a file
+        download): a longer one is a :class:`MalformedResponseError`.
         """
         policy = retry or self.retry
         url = self.base_url + path
@@ -239,12 +250,20 @@ class HttpClient:
             failure: ManagedAgentsError
             with telemetry.span("request", meta) as outcome:
                 try:
+                    # Always streamed, so that the body is read here, no further than a limit.
                     response = self.session.send(
                         prepared,
                         timeout=self.timeouts(timeout),
                         allow_redirects=False,
-                        **self._environment_settings(prepared, stream),
+                        **self._environment_settings(prepared, stream=True),
                     )
+                    if not stream:
+                        failed = response.status_code >= 300
+                        limit = ERROR_BODY_BYTES if failed else max_body
+                        if not read_body(response, limit) and not failed:
+                            outcome["status"] = response.status_code
+                            what = f"{method} {path}"
+                            raise too_long(response, what, limit, self.request_id_header)
                 except requests.RequestException as exc:
                     failure = _transport_failure(method, path, exc, stream, timeout or self.timeout)
                     failure.__cause__ = exc

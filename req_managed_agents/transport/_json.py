@@ -7,6 +7,13 @@ parser can follow (``json.loads`` then raises ``RecursionError``, which no calle
 (``requests``' ``Response.text`` runs charset detection over the whole body first: seconds
 of CPU for a large one).
 
+Parsed is not usable: an object's ``id`` may be missing, a list or 60 MB long, its ``type``
+a number. :func:`check_fields` refuses, where the answer comes in, what no caller could use
+(the sizes are :data:`MAX_ID_CHARS` and :data:`MAX_NAME_CHARS`), so that nothing downstream
+meets a ``KeyError`` or ``TypeError``, nor copies a huge id into URLs, thread names and logs;
+:func:`json_object` reads a successful answer with those checks, each failure a
+:class:`~req_managed_agents.errors.MalformedResponseError` that names what was wrong.
+
 :func:`dumps_utf8` is the other direction: compact UTF-8 bytes that can always be encoded,
 even when a tool's text holds a lone surrogate (then those characters are escaped).
 """
@@ -16,19 +23,26 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Union
 
-from req_managed_agents.errors import APIError
+from req_managed_agents.errors import MalformedResponseError
 
 if TYPE_CHECKING:
     import requests
 
 __all__ = [
+    "MAX_BODY_BYTES",
     "MAX_DEPTH",
+    "MAX_ID_CHARS",
+    "MAX_NAME_CHARS",
     "TOO_DEEP",
+    "check_fields",
+    "checked_id",
+    "describe",
     "dumps_utf8",
     "excerpt",
     "holds_too_deep",
     "json_object",
     "loads",
+    "malformed",
 ]
 
 MAX_DEPTH = 100
@@ -38,6 +52,21 @@ TOO_DEEP = f"(cut: nested more than {MAX_DEPTH} levels deep)"
 
 # How much of an unexpected body an error message shows.
 EXCERPT_BYTES = 200
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest answer read into memory (a streamed one is read piece by piece instead): four
+times the largest event a stream may carry (``sse.DEFAULT_MAX_EVENT_SIZE``), room for a page
+of a thousand large events, while a hostile body cannot take the process's memory."""
+MAX_ID_CHARS = 4096
+"""The longest id, ARN or page cursor taken from a service: twice AWS's longest ARN and page
+token (2048), where the Claude and OpenAI ids are under 100 characters. An id goes back out
+in URLs and headers and into logs, thread names and stores: a longer one is refused."""
+MAX_NAME_CHARS = 256
+"""The longest ``type`` or ``status`` taken from a service: the words of its vocabulary
+(``agent.session.turn.output_text.delta`` is among the longest) are under 64 characters."""
+
+# How much of a refused value a message quotes.
+_QUOTED_CHARS = 60
 
 Raw = Union[bytes, bytearray, str]
 
@@ -155,30 +184,120 @@ def dumps_utf8(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
+def malformed(
+    status: int, what: str, problem: str, request_id: str | None = None
+) -> MalformedResponseError:
+    """The error for an answer to ``what`` (``"GET /v1/agents"``) that cannot be used."""
+    return MalformedResponseError(status, None, f"{what}: {problem}", request_id)
+
+
+def describe(value: Any) -> str:
+    """A refused value as a message may show it: short text quoted, long text by its
+    length and first characters, anything else by its JSON type."""
+    if isinstance(value, str):
+        if len(value) <= _QUOTED_CHARS:
+            return repr(value)
+        return f"a string of {len(value)} characters ({value[:_QUOTED_CHARS]!r}...)"
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+_JSON_TYPES = {
+    dict: "an object",
+    list: "a list",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def checked_id(value: Any, field: str = "id") -> str:
+    """``value`` if it is a usable id (a non-empty string of at most :data:`MAX_ID_CHARS`),
+    else a ``ValueError`` naming ``field`` and what it held."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS:
+        raise ValueError(
+            f"{field} must be a string of 1 to {MAX_ID_CHARS} characters, not {describe(value)}"
+        )
+    return value
+
+
+# Page cursors, which go back out in a URL like an id.
+_CURSORS = frozenset({"next_page", "nextToken"})
+
+
+def _is_id_field(key: str) -> bool:
+    """``id``, ``arn``, a page cursor, and names ending in ``_id``, ``Id`` or ``Arn``."""
+    return key in ("id", "arn") or key in _CURSORS or key.endswith(("_id", "Id", "Arn"))
+
+
+def check_fields(value: Any, where: str = "", *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``value``, an object a service sent, if its fields can be used; else a
+    ``ValueError`` naming its first field no caller could use: an ``id`` (or ``*_id``,
+    ``*Id``, ``arn``, ``*Arn``, a page cursor) that is not a string of at most
+    :data:`MAX_ID_CHARS` (an empty or null one only where the field is not ``required``),
+    a ``type`` or ``status`` that is not a string of at most :data:`MAX_NAME_CHARS` (a null
+    status is let through), or a ``required`` field missing.
+
+    Only the object's own fields are looked at: what they hold is the reader's to check."""
+    prefix = f"{where}." if where else ""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where or 'the answer'} is {describe(value)}, not a JSON object")
+    for field in required:
+        if field not in value:
+            raise ValueError(f"{where or 'the answer'} has no {field}")
+    for key, item in value.items():
+        if _is_id_field(key):
+            if (item is None or item == "") and key not in required:
+                continue
+            checked_id(item, prefix + key)
+        elif key in ("type", "status"):
+            if item is None and key == "status":
+                continue
+            if not isinstance(item, str) or len(item) > MAX_NAME_CHARS:
+                raise ValueError(
+                    f"{prefix}{key} must be a string of at most {MAX_NAME_CHARS} characters, "
+                    f"not {describe(item)}"
+                )
+    return value
+
+
 def json_object(
     response: requests.Response,
     what: str,
     *,
     request_id_header: str = "request-id",
     cut_deep: bool = False,
+    required: tuple[str, ...] = (),
+    listing: str | None = None,
+    item_required: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A successful response's JSON object; an empty body (a 202, say) is ``{}``. Anything
-    else is an :class:`APIError` quoting a bounded prefix of the body and the request id
-    the service sent in ``request_id_header``."""
-    if not response.content:
-        return {}
+    """A successful response's JSON object, its fields checked (:func:`check_fields`);
+    ``required`` names the fields it must have, such as the ``id`` of a resource.
+    ``listing`` names the member that lists items (``data`` of a page): when present (it
+    must be, if ``required`` names it) a list of objects, whose fields are checked too,
+    ``item_required`` naming those each must have. A 202 or 204 may have no body (``{}``).
+
+    Anything else is a :class:`MalformedResponseError` saying what was wrong, quoting no
+    more than a bounded prefix of the body, with the request id the service sent in
+    ``request_id_header``."""
+    status = response.status_code
     request_id = response.headers.get(request_id_header)
+    if not response.content:
+        if status in (202, 204):  # "accepted", "no content": nothing to describe
+            return {}
+        raise malformed(status, what, "the answer is empty", request_id)
     try:
         data = loads(response.content, cut_deep=cut_deep)
     except ValueError as exc:
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected JSON from {what} ({exc}), got {excerpt(response.content)!r}",
-            request_id,
-        ) from None
-    if not isinstance(data, dict):
-        raise APIError(
-            response.status_code, None, f"expected a JSON object from {what}", request_id
-        )
-    return data
+        problem = f"expected JSON ({exc}), got {excerpt(response.content)!r}"
+        raise malformed(status, what, problem, request_id) from None
+    try:
+        checked = check_fields(data, required=required)
+        items = checked.get(listing) if listing is not None else None
+        if (items is not None or listing in required) and not isinstance(items, list):
+            raise ValueError(f"{listing} is {describe(items)}, not a list")
+        for index, item in enumerate(items or ()):
+            check_fields(item, f"{listing}[{index}]", required=item_required)
+    except ValueError as exc:
+        raise malformed(status, what, str(exc), request_id) from None
+    return checked

@@ -4,9 +4,10 @@ Two layers, because either alone leaks:
 
 * :class:`Secret` holds a credential; its ``repr``/``str`` never show the value, and creating
   one registers the value with the process-wide redactor.
-* :func:`redact` scrubs every registered value (and anything shaped like an Anthropic key or
-  an AWS access key id) from a string. Error messages, log records and telemetry metadata pass
-  through it, so a key echoed back by a server or embedded in a URL is still masked.
+* :func:`redact` scrubs every registered value (and anything shaped like an Anthropic or
+  OpenAI key or an AWS access key id) from a string. Error messages, log records and
+  telemetry metadata pass through it, so a key echoed back by a server or embedded in a URL
+  is still masked.
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ from typing import Any
 MASK = "[REDACTED]"
 
 # Shapes worth masking even when the value was never registered (e.g. a key pasted into a
-# prompt that an error message echoes back).
-_KEY_SHAPES = re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+# prompt that an error message echoes back): Anthropic keys; OpenAI's project, service
+# account, admin and user keys, and its older keys (``sk-`` and 48 letters and digits: a
+# run of 32 or more is taken for one, so that ``sk-test`` stays readable); AWS access keys.
+_KEY_SHAPES = re.compile(
+    r"sk-ant-[A-Za-z0-9_\-]{8,}"
+    r"|\bsk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{8,}"
+    r"|\bsk-[A-Za-z0-9]{32,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+)
 
 # Very short values would mask innocent text; real credentials are far longer.
 _MIN_SECRET_LENGTH = 8
@@ -69,7 +77,7 @@ def redact(text: str) -> str:
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    if "sk-ant-" in text or "AKIA" in text or "ASIA" in text:
+    if "sk-" in text or "AKIA" in text or "ASIA" in text:
         text = _KEY_SHAPES.sub(MASK, text)
     return text
 

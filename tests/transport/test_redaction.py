@@ -144,3 +144,55 @@ def test_the_agentcore_provider_never_leaks_its_secret_or_token(
     for text in [*texts, caplog.text, repr(seen)]:
         assert secret not in text
         assert token not in text
+
+
+# Made-up keys in each shape OpenAI issues: project, service account, admin, legacy.
+_OPENAI_KEYS = (
+    "sk-proj-Xq3v9Lm2Rt8Wn4Kp0Zc7Yb1Hd6Fg5Js_Aa-Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0Kk1Ll2",
+    "sk-svcacct-Qw7Er5Ty3Ui1Op9As7Df5Gh3Jk1Lz_Xc-Vb8Nm6Qa4Ws2Ed0Rf",
+    "sk-admin-Mn5Bv3Cx1Zl9Kj7Hg5Fd3Sa1Po9Iu_Yt-Re7Wq5",
+    "sk-Ab3De5Gh7Jk9Mn1Pq3St5Vw7Yz9T3BlbkFJBc2Df4Gh6Jk8Lm0Np2Qr",
+)
+
+
+def test_openai_key_shapes_are_masked_in_a_process_that_never_built_an_openai_provider() -> None:
+    import subprocess
+    import sys
+
+    code = f"""
+import json, logging, sys
+from req_managed_agents import APIError, ManagedAgentsError, telemetry
+from req_managed_agents.transport._redact import get_logger
+keys = {_OPENAI_KEYS!r}
+texts = []
+for key in keys:
+    texts.append(str(ManagedAgentsError(f"the service echoed {{key}} back")))
+    error = APIError(401, "invalid_api_key", f"Incorrect API key provided: {{key}}", "req_1",
+                     body={{"error": {{"message": key}}}})
+    texts += [str(error), repr(error.body)]
+    seen = []
+    with telemetry.attach(lambda n, m, md: seen.append(md)):
+        telemetry.emit("request.start", {{}}, {{"url": f"https://x/?k={{key}}"}})
+    texts.append(repr(seen))
+handler = logging.StreamHandler(sys.stdout)
+logger = get_logger("req_managed_agents.test")
+logger.addHandler(handler)
+logger.setLevel(logging.INFO)
+for key in keys:
+    logger.warning("request failed with key %s", key)
+print(json.dumps(texts))
+assert "req_managed_agents.providers.openai" not in sys.modules
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert MASK in done.stdout
+    for key in _OPENAI_KEYS:
+        assert key not in done.stdout
+        assert key[:12] not in done.stdout, "only the mask shows, not a prefix of the key"
+
+
+def test_short_sk_words_are_not_mistaken_for_openai_keys() -> None:
+    text = "sk-test, sk-1, a task-proj-planner-overview-document and sk-learn"
+    assert redact(text) == text

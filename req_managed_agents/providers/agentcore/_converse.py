@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from req_managed_agents.errors import ProviderStreamError
+from req_managed_agents.errors import ProviderStreamError, StreamError
 from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.model._vocabulary import (
     Document,
@@ -33,7 +33,7 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._json import checked_id, excerpt, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
@@ -50,6 +50,8 @@ _log = get_logger(__name__)
 _END_TURN = frozenset({"end_turn", "stop_sequence"})
 # Tool kinds the harness runs itself: observed, never handed to local code.
 _SERVER_TOOL_KINDS = frozenset({"server_tool_use", "mcp_tool_use"})
+# How much of an exception frame's message an error quotes.
+_MESSAGE_CHARS = 2000
 # A toolResult text block must not be empty (the API's minimum length is 1).
 EMPTY_RESULT_TEXT = "(no output)"
 
@@ -84,13 +86,14 @@ def _decode_payload(payload: bytes) -> Any:
 
 
 def _exception_message(payload: bytes) -> str:
+    """The message of an exception frame, no longer than an error should quote."""
     decoded = _decode_payload(payload)
     if isinstance(decoded, dict):
         message = decoded.get("message") or decoded.get("Message")
         if isinstance(message, str):
-            return message
-        return json.dumps(decoded)
-    return str(decoded)
+            return excerpt(message, _MESSAGE_CHARS)
+        return excerpt(json.dumps(decoded), _MESSAGE_CHARS)
+    return excerpt(str(decoded), _MESSAGE_CHARS)
 
 
 def terminal_of(stop_reason: str | None) -> Terminal:
@@ -127,8 +130,11 @@ class ConverseFold:
         if name == "contentBlockStart":
             start = body.get("start")
             tool = start.get("toolUse") if isinstance(start, Mapping) else None
-            if isinstance(tool, Mapping) and isinstance(tool.get("toolUseId"), str):
-                tool_use_id = tool["toolUseId"]
+            if isinstance(tool, Mapping):
+                try:
+                    tool_use_id = checked_id(tool.get("toolUseId"), "toolUse.toolUseId")
+                except ValueError as exc:
+                    raise StreamError(f"a tool use the harness began is unusable: {exc}") from None
                 self._names[tool_use_id] = str(tool.get("name", ""))
                 self._kinds[tool_use_id] = str(tool.get("type") or "tool_use")
                 self._inputs[tool_use_id] = []  # a reopened id keeps its first position
@@ -143,9 +149,9 @@ class ConverseFold:
                 self.text_blocks.setdefault(index, []).append(delta["text"])
             tool_delta = delta.get("toolUse")
             if isinstance(tool_delta, Mapping) and isinstance(tool_delta.get("input"), str):
-                tool_use_id = self._active.get(_index(body))
-                if tool_use_id is not None:
-                    self._inputs[tool_use_id].append(tool_delta["input"])
+                active = self._active.get(_index(body))
+                if active is not None:
+                    self._inputs[active].append(tool_delta["input"])
         elif name == "contentBlockStop":
             self._active.pop(_index(body), None)
         elif name == "messageStop":

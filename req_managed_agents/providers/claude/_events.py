@@ -64,8 +64,9 @@ OUTCOME_EVALUATION_END = "span.outcome_evaluation_end"
 SANDBOX_TOOL_USE = "agent.tool_use"
 SANDBOX_TOOL_RESULT = "user.tool_result"
 SERVER_TOOL_USES = frozenset({SANDBOX_TOOL_USE, "agent.mcp_tool_use"})
-# Evaluation results after which no more grading follows for that outcome.
-OUTCOME_SETTLED = frozenset({"satisfied", "failed", "max_iterations_reached", "interrupted"})
+# Evaluation results after which no more grading follows for that outcome (a tuple: a result
+# of the wrong type, a list say, is simply not among them).
+OUTCOME_SETTLED = ("satisfied", "failed", "max_iterations_reached", "interrupted")
 _ENDING_TYPES = frozenset(
     {"session.status_idle", "session.status_terminated", "session.deleted", "session.error"}
 )
@@ -320,6 +321,8 @@ def normalize(
     if terminal == "requires_action" and isinstance(stop_reason, Mapping):
         event_ids = stop_reason.get("event_ids")
         for event_id in event_ids if isinstance(event_ids, list) else []:
+            if not isinstance(event_id, str):
+                continue  # names no event
             found = batch_tool_uses.get(event_id) or known_tool_uses.get(event_id)
             if found is not None and found not in tool_uses:
                 tool_uses.append(found)

@@ -39,7 +39,7 @@ from req_managed_agents.providers._feed import (
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._json import check_fields, excerpt, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["EventFeed", "FeedClosed", "History"]
@@ -184,21 +184,20 @@ class EventFeed(StreamFeed):
 def _parse(sse: ServerSentEvent) -> Event | None:
     """The session event carried by one SSE frame, or None for heartbeats and noise.
 
-    Raises :class:`Unparseable` when the frame's data is not a JSON object: a session event
-    was meant and is missing.
+    Raises :class:`Unparseable` when the frame's data is not a JSON object whose fields can
+    be used (a ``type`` that is not a string, an id 60 MB long): a session event was meant
+    and is missing.
     """
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip():
         return None
     try:
-        data = loads(sse.data, cut_deep=True)
+        data = check_fields(loads(sse.data, cut_deep=True), "the event")
     except ValueError as exc:
         raise Unparseable(str(exc)) from None
-    if not isinstance(data, dict):
-        raise Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
     if sse.event == "error" or data.get("type") == "error":
         error = data.get("error")
         detail = error.get("message", error) if isinstance(error, dict) else data
-        raise StreamError(f"the event stream reported an error: {detail}")
+        raise StreamError(f"the event stream reported an error: {excerpt(str(detail))}")
     if data.get("type") in _HEARTBEAT_TYPES:
         return None
     if "type" not in data and sse.event != "message":

@@ -26,7 +26,7 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._json import MAX_ID_CHARS, checked_id, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
@@ -72,7 +72,8 @@ TEXT_DELTA = "agent.session.turn.output_text.delta"
 
 TOOL_RESULT = "agent.session.input.tool_result"
 APPROVAL_RESULT = "agent.session.input.mcp_approval_request_result"
-_OBSERVED_TOOL_ITEMS = frozenset({"mcp_call", "web_search_call", "command_execution"})
+# A tuple: an item type of the wrong type, nested where no boundary checked it, is not among them.
+_OBSERVED_TOOL_ITEMS = ("mcp_call", "web_search_call", "command_execution")
 
 Event = Mapping[str, Any]
 
@@ -180,7 +181,13 @@ def required_uses(
             continue
         kind = action.get("type")
         turn = action.get("turn_id")
-        turn_id = turn if isinstance(turn, str) else None
+        turn_id = turn if isinstance(turn, str) and len(turn) <= MAX_ID_CHARS else None
+        named = action.get("call_id" if kind == "function_call" else "request_id")
+        try:
+            checked_id(named, f"a required {kind}'s id")
+        except ValueError as exc:
+            _log.warning("leaving out an action the session waits for: %s", exc)
+            continue  # nothing could answer it: the turn ends as an unsupported action
         if kind == "function_call":
             calls.append(
                 ToolUse(

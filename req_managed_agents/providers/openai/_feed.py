@@ -32,7 +32,7 @@ from req_managed_agents.providers.openai._client import OpenAIClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import read_chunks
-from req_managed_agents.transport._json import loads
+from req_managed_agents.transport._json import check_fields, checked_id, loads
 from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["RECONNECT", "FeedClosed", "History", "OpenAIFeed", "Opened", "opening"]
@@ -75,9 +75,14 @@ def opening(response: requests.Response, idle_timeout: float) -> tuple[str, Open
             if not events:
                 continue
             session = events[0].get("session")
-            session_id = session.get("id") if isinstance(session, Mapping) else None
-            if not isinstance(session_id, str) or not session_id:
-                raise StreamError(f"a session's stream opened with {events[0].get('type')!r}")
+            try:
+                session_id = checked_id(
+                    session.get("id") if isinstance(session, Mapping) else None, "session.id"
+                )
+            except ValueError as exc:
+                raise StreamError(
+                    f"a session's stream opened with {events[0].get('type')!r} ({exc})"
+                ) from None
             return session_id, Opened(response, decoder, events)
         raise StreamError("the session's stream ended before it named the session")
     except BaseException:
@@ -184,18 +189,17 @@ class OpenAIFeed(StreamFeed):
 def _parse(sse: ServerSentEvent) -> Event | None:
     """The session event carried by one SSE frame, or None for heartbeats and noise.
 
-    Raises :class:`Unparseable` when the frame's data is not a JSON object: an event was
-    meant and is missing. A ``type: "error"`` event is the session's news, not the
-    stream's failure: it is delivered like any other.
+    Raises :class:`Unparseable` when the frame's data is not a JSON object whose fields can
+    be used (a ``type`` that is not a string, an id 60 MB long): an event was meant and is
+    missing. A ``type: "error"`` event is the session's news, not the stream's failure: it
+    is delivered like any other.
     """
     if sse.event in _HEARTBEAT_TYPES or not sse.data.strip() or sse.data.strip() == "[DONE]":
         return None
     try:
-        data = loads(sse.data, cut_deep=True)
+        data = check_fields(loads(sse.data, cut_deep=True), "the event")
     except ValueError as exc:
         raise Unparseable(str(exc)) from None
-    if not isinstance(data, dict):
-        raise Unparseable(f"the data is a JSON {type(data).__name__}, not an object")
     if data.get("type") in _HEARTBEAT_TYPES:
         return None
     if "type" not in data and sse.event not in (None, "", "message"):

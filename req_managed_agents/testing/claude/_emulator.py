@@ -35,6 +35,7 @@ from req_managed_agents.testing.claude._work import WorkQueue
 from req_managed_agents.testing.claude._work_auth import WorkCredentials
 from req_managed_agents.testing.claude._work_items import DEFAULT_LEASE_TTL, WorkItems
 from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
+from req_managed_agents.testing.server._streams import sse_data_frame
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -279,15 +280,25 @@ class ClaudeEmulator(LoopbackEmulator):
             raise ValueError("seconds must not be negative")
         self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
 
-    def corrupt_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
+    def corrupt_stream(
+        self,
+        at_event: int,
+        session_id: str | None = None,
+        times: int = 1,
+        *,
+        data: str | None = None,
+    ) -> None:
         """On the next ``times`` stream connections about to send event ``at_event``, write a
-        frame whose ``data:`` is not JSON (the first half of the event's) instead of it.
+        frame whose ``data:`` is not JSON (the first half of the event's) instead of it;
+        ``data`` chooses what the frame carries instead (JSON of the wrong shape, say, or an
+        event whose ``type`` is not a string).
 
         The stream carries on with the next event; the event stays in the history, so a
         client can recover it by paging the history. One fault per event and connection:
         stalls come first, then drops, corruptions and duplications.
         """
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times)
+        frame = None if data is None else sse_data_frame(data)
+        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
 
     def duplicate_stream(
         self, at_event: int, session_id: str | None = None, times: int = 1

@@ -21,6 +21,7 @@ from req_managed_agents.testing.openai._turn import OpenAITurn
 from req_managed_agents.testing.openai._turns import TurnFlow
 from req_managed_agents.testing.openai._wire import APIError
 from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
+from req_managed_agents.testing.server._streams import sse_data_frame
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -121,12 +122,21 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
             raise ValueError("seconds must not be negative")
         self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
 
-    def corrupt_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
+    def corrupt_stream(
+        self,
+        at_event: int,
+        session_id: str | None = None,
+        times: int = 1,
+        *,
+        data: str | None = None,
+    ) -> None:
         """On the next ``times`` stream connections about to send event ``at_event``, write a
         frame whose ``data:`` is not JSON (the first half of the event's) instead of it, then
-        carry on. One fault per event and connection: stalls come first, then drops,
-        corruptions and duplications."""
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times)
+        carry on. ``data`` chooses what the frame carries instead: JSON of the wrong shape,
+        say, or an event whose ``type`` is not a string. One fault per event and connection:
+        stalls come first, then drops, corruptions and duplications."""
+        frame = None if data is None else sse_data_frame(data)
+        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
 
     def duplicate_stream(
         self, at_event: int, session_id: str | None = None, times: int = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from req_managed_agents.testing.server._faults import RequestFault
+from req_managed_agents.testing.server._faults import Replacement, RequestFault
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -113,6 +113,39 @@ class LoopbackEmulator:
         counts as opened and ends ``"reset"``, and nothing is produced for it.
         """
         self._server.faults.add_reset(method, path_regex, after_acting, times, where)
+
+    def answer_requests(
+        self,
+        method: str,
+        path_regex: str,
+        body: bytes | str,
+        *,
+        status: int = 200,
+        content_type: str | None = "application/json",
+        after_acting: bool = True,
+        times: int = 1,
+        where: _RequestFilter | None = None,
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``body`` instead of the API's
+        answer (see :meth:`fail_requests` for the matching): a service, or a proxy, that
+        answers what no client can use - an empty body, text that is not JSON, JSON of the
+        wrong shape, an id megabytes long.
+
+        ``body`` goes out as it is (a str in UTF-8), with ``status`` and ``content_type``
+        (None: no content type). ``after_acting=True``: the request is handled in full first
+        (state changes, logged events, assigned ids; a streaming answer is attached and
+        ends ``"replaced"`` before a byte of it goes out), then ``body`` goes out in place of
+        its answer. ``after_acting=False``: the server does nothing but answer ``body``. An
+        injected error (:meth:`fail_requests`) meeting the same request comes first.
+        """
+        if not 100 <= status <= 599:
+            raise ValueError(f"status must be an HTTP status from 100 to 599, got {status}")
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        if not isinstance(body, bytes):
+            raise TypeError(f"body must be bytes or a str, got {type(body).__name__}")
+        replacement = Replacement(status, body, content_type or "", after_acting)
+        self._server.faults.add_replacement(method, path_regex, replacement, times, where)
 
     def before_requests(
         self,

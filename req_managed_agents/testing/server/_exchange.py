@@ -8,6 +8,7 @@ that faults can cut it anywhere.
 from __future__ import annotations
 
 import json
+import socket
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,7 +24,10 @@ class Exchange:
 
     A ``swallowed`` exchange (``reset_requests(after_acting=True)``) is served as usual, but
     nothing it answers reaches the client: a response is dropped, a stream is reset before
-    its head goes out, and the connection is reset afterwards.
+    its head goes out, and the connection is reset afterwards. A ``replaced`` one
+    (``answer_requests(after_acting=True)``) is served as usual too, its answer dropped (a
+    stream ends ``"replaced"`` at once, never written to the client), so that another can
+    be sent on the connection instead.
     """
 
     def __init__(
@@ -33,18 +37,21 @@ class Exchange:
         request: RecordedRequest,
         *,
         swallowed: bool = False,
+        replaced: bool = False,
     ) -> None:
         self._streams = streams
         self._handler = handler
         self.request = request
         self.swallowed = swallowed
+        self.replaced = replaced
         self.responded = False
         self.stream: ChunkedStream | None = None
+        self._sink: socket.socket | None = None
 
     def respond(self, status: int, body: bytes, headers: Mapping[str, str]) -> None:
         """Send a complete response with a content-length, leaving the connection reusable."""
         self.responded = True
-        if self.swallowed:
+        if self.swallowed or self.replaced:
             return
         handler = self._handler
         handler.send_response(status)
@@ -65,6 +72,12 @@ class Exchange:
         self.responded = True
         handler = self._handler
         handler.close_connection = True  # a stream never hands its connection back
+        if self.replaced:  # ended at once, on a socket of its own: the client never sees it
+            self._sink, peer = socket.socketpair()
+            peer.close()
+            self.stream = self._streams.open(self._sink, scope)
+            self.stream.abort("replaced")
+            return self.stream
         # Registered first, so the stream counts as open once the client sees the head.
         self.stream = self._streams.open(handler.connection, scope)
         if self.swallowed:  # attached as far as the server knows; every write now fails
@@ -83,3 +96,8 @@ class Exchange:
             self.stream.abort("client_closed")
             raise
         return self.stream
+
+    def release(self) -> None:
+        """Close what a replaced stream was written to (nothing else is held)."""
+        if self._sink is not None:
+            self._sink.close()

@@ -1,7 +1,8 @@
 """Fault rules: what to do to the next requests, or stream events, that match.
 
-A request rule fails matching requests with an HTTP error, resets their connections (before
-or after acting on them) or calls a hook first; a stream rule drops, stalls, corrupts or
+A request rule fails matching requests with an HTTP error, answers them with a body of the
+test's choosing (a hostile service), resets their connections (before or after acting on
+them) or calls a hook first; a stream rule drops, stalls, corrupts (or replaces) or
 duplicates the event at a position of a stream's scope (an event may be previewed by frames
 that go out ahead of it, and a drop may cut the connection in the middle of them). Rules
 apply in the order added, each for a number of shots; :class:`FaultRules` holds the shots not
@@ -32,6 +33,16 @@ class RequestFault:
     error_type: str | None = None
     retry_after: str | None = None
     message: str = "injected failure"
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A body sent, as it is, instead of the API's answer (see ``answer_requests``)."""
+
+    status: int
+    body: bytes
+    content_type: str
+    after_acting: bool
 
 
 _Action = TypeVar("_Action")
@@ -66,7 +77,13 @@ class _RequestRule(Generic[_Action]):
 
 class _StreamFaultRule:
     def __init__(
-        self, scope: str | None, position: int, times: int, seconds: float, previews: int
+        self,
+        scope: str | None,
+        position: int,
+        times: int,
+        seconds: float,
+        previews: int,
+        frame: bytes | None = None,
     ) -> None:
         if times < 1:
             raise ValueError("times must be at least 1")
@@ -77,6 +94,7 @@ class _StreamFaultRule:
         self.remaining = times
         self.seconds = seconds
         self.previews = previews
+        self.frame = frame
 
     def matches(self, scope: str, position: int) -> bool:
         return self.position == position and self.scope in (None, scope)
@@ -103,12 +121,14 @@ def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
 class RequestActions:
     """What the rules do to one request: ``acting`` False resets it before it is handled;
     a ``swallowed`` one is handled, then reset; ``fault`` answers it instead of the API,
-    after ``hook`` runs."""
+    after ``hook`` runs; so does ``replacement`` (when no fault does), after the API acted
+    on it if it says so."""
 
     acting: bool
     swallowed: bool
     fault: RequestFault | None
     hook: Callable[[], object] | None
+    replacement: Replacement | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,7 @@ class StreamFault:
     seconds: float
     duplicate_all: bool
     previews: int = 0  # the preview frames a drop lets out first
+    frame: bytes | None = None  # what a corruption writes, when the test chose it
 
 
 class FaultRules:
@@ -132,6 +153,7 @@ class FaultRules:
         self._failures: list[_RequestRule[RequestFault]] = []
         self._hooks: list[_RequestRule[Callable[[], object]]] = []
         self._resets: list[_RequestRule[bool]] = []  # the action: whether it acts first
+        self._replacements: list[_RequestRule[Replacement]] = []
         self._stream_faults: dict[str, list[_StreamFaultRule]] = {
             kind: [] for kind in _STREAM_FAULT_KINDS
         }
@@ -163,6 +185,19 @@ class FaultRules:
         with self._condition:
             self._resets.append(rule)
 
+    def add_replacement(
+        self,
+        method: str,
+        path_regex: str,
+        replacement: Replacement,
+        times: int,
+        where: _RequestFilter | None,
+    ) -> None:
+        """Answer matching requests with ``replacement`` (see ``answer_requests``)."""
+        rule = _RequestRule(method, path_regex, where, times, replacement)
+        with self._condition:
+            self._replacements.append(rule)
+
     def add_hook(
         self,
         method: str,
@@ -184,9 +219,11 @@ class FaultRules:
         times: int,
         seconds: float = 0.0,
         previews: int = 0,
+        frame: bytes | None = None,
     ) -> None:
-        """Meet the event at ``position`` of a stream of ``scope`` (None: any) with a fault."""
-        rule = _StreamFaultRule(scope, position, times, seconds, previews)
+        """Meet the event at ``position`` of a stream of ``scope`` (None: any) with a fault;
+        ``frame`` is what a corruption writes instead of the stream's own broken frame."""
+        rule = _StreamFaultRule(scope, position, times, seconds, previews, frame)
         with self._condition:
             self._stream_faults[kind].append(rule)
 
@@ -197,17 +234,19 @@ class FaultRules:
 
     def take_request_actions(self, request: RecordedRequest) -> RequestActions:
         """Use up the shots that meet a request: a reset's first, then (unless the reset
-        comes before acting) a failure's and a hook's."""
+        comes before acting) a failure's, or else a replacement's, and a hook's."""
         with self._condition:
             reset = _take(self._resets, request)
             acting = reset is None or reset.action
             rule = _take(self._failures, request) if acting else None
+            replaced = _take(self._replacements, request) if acting and rule is None else None
             hook = _take(self._hooks, request) if acting else None
         return RequestActions(
             acting=acting,
             swallowed=reset is not None,
             fault=None if rule is None else rule.action,
             hook=None if hook is None else hook.action,
+            replacement=None if replaced is None else replaced.action,
         )
 
     def take_stream_fault(self, scope: str, position: int) -> StreamFault:
@@ -216,13 +255,19 @@ class FaultRules:
             for kind in _STREAM_FAULT_KINDS:
                 rule = _take(self._stream_faults[kind], scope, position)
                 if rule is not None:
-                    return StreamFault(kind, rule.seconds, self._duplicate_events, rule.previews)
+                    return StreamFault(
+                        kind, rule.seconds, self._duplicate_events, rule.previews, rule.frame
+                    )
             return StreamFault(None, 0.0, self._duplicate_events)
 
     def pending(self) -> int:
         """How many shots have not fired yet, hooks excluded."""
         with self._condition:
-            rules: list[_RequestRule[Any] | _StreamFaultRule] = [*self._failures, *self._resets]
+            rules: list[_RequestRule[Any] | _StreamFaultRule] = [
+                *self._failures,
+                *self._resets,
+                *self._replacements,
+            ]
             for kind_rules in self._stream_faults.values():
                 rules.extend(kind_rules)
             return sum(rule.remaining for rule in rules)

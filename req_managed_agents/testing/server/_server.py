@@ -15,7 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Protocol
 
 from req_managed_agents.testing.server._exchange import Exchange
-from req_managed_agents.testing.server._faults import FaultRules, RequestFault
+from req_managed_agents.testing.server._faults import FaultRules, Replacement, RequestFault
 from req_managed_agents.testing.server._http import Listener, read_request, reset
 from req_managed_agents.testing.server._streams import Streams
 
@@ -41,6 +41,12 @@ class Service(Protocol):
 
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer a request with an injected HTTP error, in the API's error format."""
+
+
+def _answer(exchange: Exchange, replacement: Replacement) -> None:
+    """Send the test's body in place of the API's answer."""
+    headers = {"Content-Type": replacement.content_type} if replacement.content_type else {}
+    exchange.respond(replacement.status, replacement.body, headers)
 
 
 class LoopbackServer:
@@ -106,11 +112,18 @@ class LoopbackServer:
             return
         if actions.hook is not None:
             actions.hook()
-        exchange = Exchange(self.streams, handler, request, swallowed=actions.swallowed)
+        replacement = actions.replacement
+        exchange = Exchange(
+            self.streams,
+            handler,
+            request,
+            swallowed=actions.swallowed,
+            replaced=replacement is not None,
+        )
         try:
             if actions.fault is not None:
                 self._service.answer_fault(exchange, actions.fault)
-            else:
+            elif replacement is None or replacement.after_acting:
                 self._service.handle(exchange)
         except OSError:
             raise  # the connection failed; the server logs and closes it
@@ -118,8 +131,12 @@ class LoopbackServer:
             logger.exception("emulator failed on %s %s", request.method, request.path)
             if exchange.stream is not None:
                 exchange.stream.abort("emulator_error")
-            elif not exchange.responded:
+            elif not exchange.responded and replacement is None:
                 fault = RequestFault(500, message=f"emulator bug: {error!r}")
                 self._service.answer_fault(exchange, fault)
+        finally:
+            exchange.release()
+        if replacement is not None and not exchange.swallowed:
+            _answer(Exchange(self.streams, handler, request), replacement)
         if exchange.swallowed:
             reset(handler)

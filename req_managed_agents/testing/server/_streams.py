@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.server._lifecycle import Lifecycle
 
 
+def sse_data_frame(data: str) -> bytes:
+    """A server-sent event with no name that carries ``data`` (each of its lines as one
+    ``data:`` field): what a test writes instead of an event (``corrupt_stream(data=)``)."""
+    return ("".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode("utf-8")
+
+
 class _StreamRecord:
     """Mutable state behind a :class:`StreamConnection`; changed under the emulator's lock."""
 
@@ -120,8 +126,9 @@ class ChunkedStream:
         """Write the frame of the event at ``position`` in its scope, applying stream faults.
 
         ``corrupted()`` makes what a corrupt fault writes instead: a frame of the stream's
-        format that a client cannot decode. ``previews`` go out just before the event's frame
-        (live previews of it), once the event has met its fault: a stall or a plain drop
+        format that a client cannot decode (unless the fault names the frame to write).
+        ``previews`` go out just before the event's frame (live previews of it), once the
+        event has met its fault: a stall or a plain drop
         comes before them, a drop with preview frames after that many of them, and a
         corrupted or duplicated event is previewed once.
         """
@@ -137,7 +144,7 @@ class ChunkedStream:
             self._ended("dropped", abrupt=True)
             return False
         if fault.kind == "corrupt":
-            frames = [corrupted()]
+            frames = [corrupted() if fault.frame is None else fault.frame]
         else:
             frames = [frame] * (2 if fault.kind == "duplicate" or fault.duplicate_all else 1)
         for data in previews:

@@ -21,9 +21,18 @@ from req_managed_agents.errors import APIError, RateLimitError
 from req_managed_agents.transport._aws import AwsSigner
 from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
 from req_managed_agents.transport._http import HttpClient, api_error
-from req_managed_agents.transport._json import dumps_utf8, excerpt, loads
+from req_managed_agents.transport._json import check_fields, dumps_utf8, excerpt, loads, malformed
+from req_managed_agents.transport._json import json_object as checked_json
 
-__all__ = ["REQUESTS", "ClientCore", "client_token", "json_bytes", "json_object", "segment"]
+__all__ = [
+    "REQUESTS",
+    "REQUEST_ID_HEADER",
+    "ClientCore",
+    "client_token",
+    "json_bytes",
+    "json_object",
+    "segment",
+]
 
 # Items asked for per page of a control-plane list (the most the API allows).
 LIST_PAGE_SIZE = 100
@@ -34,6 +43,8 @@ _ERROR_BODY_EXCERPT = 2000
 # the conversation retries itself).
 REQUESTS = RetryPolicy()
 _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
+# The header AWS names a request in.
+REQUEST_ID_HEADER = "x-amzn-RequestId"
 
 
 def _parse_aws_error(response: requests.Response) -> APIError:
@@ -54,9 +65,7 @@ def _parse_aws_error(response: requests.Response) -> APIError:
         text = body.strip() if isinstance(body, str) else ""
         message = text or response.reason or f"HTTP {response.status_code}"
     retry_after = parse_retry_after(response.headers)
-    request_id = response.headers.get("x-amzn-RequestId") or response.headers.get(
-        "x-amz-request-id"
-    )
+    request_id = response.headers.get(REQUEST_ID_HEADER) or response.headers.get("x-amz-request-id")
     if error_type in _THROTTLING:
         # AWS may throttle with a 400; it is still a rate limit to the caller.
         return RateLimitError(
@@ -102,6 +111,7 @@ class ClientCore:
             parse_error=_parse_aws_error,
             authenticate=signer,
             session=http,
+            request_id_header=REQUEST_ID_HEADER,
         )
         # GetHarness answers by harness ARN: read once, dropped when this client changes it.
         self._harness_cache: dict[str, dict[str, Any]] = {}
@@ -112,6 +122,7 @@ class ClientCore:
             parse_error=_parse_aws_error,
             authenticate=signer,
             session=self._data.session,
+            request_id_header=REQUEST_ID_HEADER,
         )
 
     @property
@@ -147,7 +158,15 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         idempotent: bool = True,
         deadline: float | None = None,
+        listing: str | None = None,
+        wrapped: str | None = None,
+        required: tuple[str, ...] = (),
+        item_required: tuple[str, ...] = (),
     ) -> dict[str, Any]:
+        """The JSON object a control-plane request answers, checked (see
+        :func:`json_object`): ``listing`` names the member a page lists its items in (each
+        with the ``item_required`` fields), ``wrapped`` the one an answer wraps its
+        resource in."""
         response = self._control.request(
             method,
             path,
@@ -157,21 +176,28 @@ class ClientCore:
             headers={"content-type": "application/json"},
             deadline=deadline,
         )
-        return json_object(response, method, path)
+        return json_object(
+            response,
+            method,
+            path,
+            listing=listing,
+            wrapped=wrapped,
+            required=required,
+            item_required=item_required,
+        )
 
-    def _paged(self, path: str, member: str) -> list[dict[str, Any]]:
-        """Every item of a control-plane list, following ``nextToken`` to the last page."""
+    def _paged(self, path: str, member: str, *required: str) -> list[dict[str, Any]]:
+        """Every item of a control-plane list, following ``nextToken`` to the last page;
+        each must carry the ``required`` fields."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"maxResults": LIST_PAGE_SIZE}
         seen_tokens: set[str] = set()
         while True:
-            page = self._control_json("GET", path, params=params)
+            page = self._control_json(
+                "GET", path, params=params, listing=member, item_required=required
+            )
             # The service leaves the member out of an empty list (ListHarnesses does).
-            found = page.get(member, [])
-            if not isinstance(found, list):
-                problem = f"GET {path} returned a {member!r} that is not a list"
-                raise APIError(200, None, problem, None)
-            items.extend(item for item in found if isinstance(item, dict))
+            items.extend(page.get(member) or ())  # objects, each checked
             token = page.get("nextToken")
             if not isinstance(token, str) or not token or token in seen_tokens:
                 return items
@@ -184,24 +210,38 @@ def json_bytes(body: Mapping[str, Any]) -> bytes:
     return dumps_utf8(body)
 
 
-def json_object(response: requests.Response, method: str, path: str) -> dict[str, Any]:
-    if not response.content:
-        return {}
-    request_id = response.headers.get("x-amzn-RequestId")
+def json_object(
+    response: requests.Response,
+    method: str,
+    path: str,
+    *,
+    listing: str | None = None,
+    wrapped: str | None = None,
+    required: tuple[str, ...] = (),
+    item_required: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """A successful answer's JSON object, checked (``transport._json.json_object``); with
+    ``wrapped``, the object it wraps under that name (``{"harness": {...}}``), whose fields
+    are checked and whose ``required`` ones must be there and not empty."""
+    what = f"{method} {path}"
+    body = checked_json(
+        response,
+        what,
+        request_id_header=REQUEST_ID_HEADER,
+        listing=listing,
+        item_required=item_required,
+    )
+    if wrapped is None:
+        return body
     try:
-        data = loads(response.content)
+        inner = check_fields(body.get(wrapped), wrapped, required=required)
+        empty = [field for field in required if not inner[field]]
+        if empty:
+            raise ValueError(f"{wrapped}.{empty[0]} is empty")
     except ValueError as exc:
-        raise APIError(
-            response.status_code,
-            None,
-            f"expected JSON from {method} {path} ({exc}), got {excerpt(response.content)!r}",
-            request_id,
-        ) from None
-    if not isinstance(data, dict):
-        raise APIError(
-            response.status_code, None, f"expected a JSON object from {method} {path}", request_id
-        )
-    return data
+        request_id = response.headers.get(REQUEST_ID_HEADER)
+        raise malformed(response.status_code, what, str(exc), request_id) from None
+    return inner
 
 
 def client_token() -> str:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from req_managed_agents.errors import APIError, ConfigurationError
+from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
 
 __all__ = ["DEFAULT_ENDPOINT", "EndpointsAPI", "check_endpoint_name"]
 
 DEFAULT_ENDPOINT = "DEFAULT"
+# What an answer carrying an endpoint must hold: the object, with its name.
+_ENDPOINT: dict[str, Any] = {"wrapped": "endpoint", "required": ("endpointName",)}
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]{0,47}")
 
 
@@ -49,19 +51,20 @@ class EndpointsAPI(ClientCore):
             **_changes(target_version, description),
         }
         path = f"/harnesses/{segment(harness_id)}/endpoints"
-        created = self._control_json("POST", path, body=body, deadline=deadline)
-        return _endpoint(created, "CreateHarnessEndpoint")
+        return self._control_json("POST", path, body=body, deadline=deadline, **_ENDPOINT)
 
     def get_harness_endpoint(
         self, harness_id: str, endpoint_name: str, *, deadline: float | None = None
     ) -> dict[str, Any]:
         """``GetHarnessEndpoint``; returns the ``endpoint`` with its ``status``."""
         path = self._endpoint_path(harness_id, endpoint_name)
-        return _endpoint(self._control_json("GET", path, deadline=deadline), "GetHarnessEndpoint")
+        return self._control_json("GET", path, deadline=deadline, **_ENDPOINT)
 
     def list_harness_endpoints(self, harness_id: str) -> list[dict[str, Any]]:
         """Every endpoint of a harness, following ``nextToken`` to the last page."""
-        return self._paged(f"/harnesses/{segment(harness_id)}/endpoints", "endpoints")
+        return self._paged(
+            f"/harnesses/{segment(harness_id)}/endpoints", "endpoints", "endpointName"
+        )
 
     def update_harness_endpoint(
         self,
@@ -76,8 +79,7 @@ class EndpointsAPI(ClientCore):
         ``description``; returns the ``endpoint``, usually ``UPDATING``."""
         body = _changes(target_version, description)
         path = self._endpoint_path(harness_id, endpoint_name)
-        updated = self._control_json("PATCH", path, body=body, deadline=deadline)
-        return _endpoint(updated, "UpdateHarnessEndpoint")
+        return self._control_json("PATCH", path, body=body, deadline=deadline, **_ENDPOINT)
 
     def delete_harness_endpoint(
         self, harness_id: str, endpoint_name: str, *, deadline: float | None = None
@@ -85,8 +87,7 @@ class EndpointsAPI(ClientCore):
         """``DeleteHarnessEndpoint``; deletion is asynchronous (it goes ``DELETING``)."""
         path = self._endpoint_path(harness_id, endpoint_name)
         params = {"clientToken": client_token()}
-        deleted = self._control_json("DELETE", path, params=params, deadline=deadline)
-        return _endpoint(deleted, "DeleteHarnessEndpoint")
+        return self._control_json("DELETE", path, params=params, deadline=deadline, **_ENDPOINT)
 
     def _endpoint_path(self, harness_id: str, endpoint_name: str) -> str:
         name = check_endpoint_name(endpoint_name)
@@ -102,12 +103,3 @@ def _changes(target_version: str | None, description: str | None) -> dict[str, A
     if description is not None:
         body["description"] = description
     return body
-
-
-def _endpoint(body: dict[str, Any], operation: str) -> dict[str, Any]:
-    endpoint = body.get("endpoint")
-    if not isinstance(endpoint, dict) or not endpoint.get("endpointName"):
-        raise APIError(
-            200, None, f"{operation} returned no endpoint with an endpointName", None, body=body
-        )
-    return endpoint

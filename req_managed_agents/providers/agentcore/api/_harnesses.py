@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents.errors import APIError
 from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
+from req_managed_agents.transport._json import checked_id, malformed
 
 __all__ = ["HarnessesAPI"]
+
+# What an answer carrying a harness must hold: the object, with an ARN and an id.
+_HARNESS: dict[str, Any] = {"wrapped": "harness", "required": ("arn", "harnessId")}
 
 
 class HarnessesAPI(ClientCore):
@@ -26,18 +29,17 @@ class HarnessesAPI(ClientCore):
         if not body.get("executionRoleArn"):
             raise ValueError("a harness needs an executionRoleArn")
         payload = {"clientToken": client_token(), **body}
-        created = self._control_json("POST", "/harnesses", body=payload, deadline=deadline)
-        return _harness(created, "CreateHarness")
+        return self._control_json("POST", "/harnesses", body=payload, deadline=deadline, **_HARNESS)
 
     def get_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``GetHarness``; returns the ``harness`` object (with its ``status``). ``deadline``
         (monotonic) bounds the call, retries included."""
         path = f"/harnesses/{segment(harness_id)}"
-        return _harness(self._control_json("GET", path, deadline=deadline), "GetHarness")
+        return self._control_json("GET", path, deadline=deadline, **_HARNESS)
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
-        return self._paged("/harnesses", "harnesses")
+        return self._paged("/harnesses", "harnesses", "arn", "harnessId")
 
     def update_harness(
         self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None
@@ -48,8 +50,7 @@ class HarnessesAPI(ClientCore):
         payload = {"clientToken": client_token(), **body}
         path = f"/harnesses/{segment(harness_id)}"
         self._forget(harness_id)
-        updated = self._control_json("PATCH", path, body=payload, deadline=deadline)
-        return _harness(updated, "UpdateHarness")
+        return self._control_json("PATCH", path, body=payload, deadline=deadline, **_HARNESS)
 
     def list_harness_versions(self, harness_id: str) -> list[dict[str, Any]]:
         """Every version of a harness (``ListHarnessVersions``), following ``nextToken``."""
@@ -78,7 +79,7 @@ class HarnessesAPI(ClientCore):
 
     def runtime_arn(self, harness_arn: str) -> str | None:
         """The ARN of the AgentCore runtime a harness runs on (from ``GetHarness``); None if
-        the harness names none."""
+        the harness names none, a :class:`MalformedResponseError` if it names an unusable one."""
         environment = self.cached_harness(harness_arn).get("environment")
         runtime = (
             environment.get("agentCoreRuntimeEnvironment")
@@ -86,19 +87,12 @@ class HarnessesAPI(ClientCore):
             else None
         )
         arn = runtime.get("agentRuntimeArn") if isinstance(runtime, Mapping) else None
-        return arn if isinstance(arn, str) and arn else None
+        if arn is None or arn == "":
+            return None
+        try:
+            return checked_id(arn, "environment.agentCoreRuntimeEnvironment.agentRuntimeArn")
+        except ValueError as exc:
+            what = f"GET /harnesses/{harness_arn.rsplit('/', 1)[-1]}"
+            raise malformed(200, what, str(exc)) from None
 
     # -- data plane -----------------------------------------------------------------------
-
-
-def _harness(body: dict[str, Any], operation: str) -> dict[str, Any]:
-    harness = body.get("harness")
-    if not isinstance(harness, dict) or not harness.get("arn") or not harness.get("harnessId"):
-        raise APIError(
-            200,
-            None,
-            f"{operation} returned no harness with an arn and a harnessId",
-            None,
-            body=body,
-        )
-    return harness

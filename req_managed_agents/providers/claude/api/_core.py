@@ -114,6 +114,7 @@ def _parse_anthropic_error(response: requests.Response) -> APIError:
     request_id = response.headers.get("request-id") or (
         body.get("request_id") if isinstance(body, dict) else None
     )
+    request_id = request_id if isinstance(request_id, str) else None
     return api_error(
         response.status_code,
         error_type if isinstance(error_type, str) else None,
@@ -202,7 +203,14 @@ class ClientCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
         cut_deep: bool = False,
         budget: SendBudget | None = None,
+        required: tuple[str, ...] = ("id",),
+        listing: str | None = None,
+        item_required: tuple[str, ...] = (),
     ) -> Json:
+        """The JSON object a request answers, checked (``transport._json.json_object``):
+        a resource's answer must carry its ``id`` (``required=()`` for the others); a
+        ``listing`` member (``data``), when present, must be a list of objects, each with
+        the ``item_required`` fields."""
         response = self._http.request(
             method,
             path,
@@ -213,7 +221,14 @@ class ClientCore:
             telemetry_metadata=telemetry_metadata,
             budget=budget,
         )
-        return json_object(response, f"{method} {path}", cut_deep=cut_deep)
+        return json_object(
+            response,
+            f"{method} {path}",
+            cut_deep=cut_deep,
+            required=required,
+            listing=listing,
+            item_required=item_required,
+        )
 
     def _list_all(
         self,
@@ -221,8 +236,9 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        item_required: tuple[str, ...] = ("id",),
     ) -> list[Json]:
-        return list(self._iter_pages(path, params, headers, telemetry_metadata))
+        return list(self._iter_pages(path, params, headers, telemetry_metadata, item_required))
 
     def _iter_pages(
         self,
@@ -230,10 +246,13 @@ class ClientCore:
         params: Mapping[str, Any] | None,
         headers: Mapping[str, str] | None,
         telemetry_metadata: Mapping[str, Any] | None,
+        item_required: tuple[str, ...] = ("id",),
         cut_deep: bool = False,
     ) -> Iterator[Json]:
         """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end;
-        ``cut_deep`` for pages of events, whose tool inputs may nest absurdly deep."""
+        every item must carry the ``item_required`` fields (its ``id``, unless a list holds
+        what has none); ``cut_deep`` for pages of events, whose tool inputs may nest
+        absurdly deep."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen_cursors: set[str] = set()
         while True:
@@ -245,11 +264,11 @@ class ClientCore:
                 headers=headers,
                 telemetry_metadata=telemetry_metadata,
                 cut_deep=cut_deep,
+                required=("data",),
+                listing="data",
+                item_required=item_required,
             )
-            data = page.get("data")
-            if not isinstance(data, list):
-                raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
-            yield from (item for item in data if isinstance(item, dict))
+            yield from page["data"]  # a list of objects, each checked
             cursor = page.get("next_page")
             if isinstance(cursor, str) and cursor:
                 if cursor in seen_cursors:

@@ -43,6 +43,8 @@ class EventsAPI(ClientCore):
             body={"events": [dict(e) for e in events]},
             telemetry_metadata=telemetry_metadata,
             budget=budget,
+            required=(),
+            listing="data",  # {"data": [the events as recorded]}
         )
 
     def list_events(

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from req_managed_agents.errors import APIError
 from req_managed_agents.providers.claude.api._core import (
     ClientCore,
     FileContent,
@@ -61,10 +60,7 @@ class FilesAPI(ClientCore):
             files=fields,
             headers={"anthropic-beta": self.files_beta},
         )
-        data = json_object(response, "POST /v1/files")
-        if "id" not in data:
-            raise APIError(response.status_code, None, "file upload returned no id", None)
-        return data
+        return json_object(response, "POST /v1/files", required=("id",))
 
     def list_files(self, *, scope_id: str | None = None, **params: Any) -> list[Json]:
         """Every file (all pages); ``scope_id=<session id>`` lists a session's outputs."""
@@ -81,7 +77,9 @@ class FilesAPI(ClientCore):
     def download_file(self, file_id: str) -> bytes:
         """A file's raw bytes."""
         path = f"/v1/files/{segment(file_id)}/content"
-        response = self._http.request("GET", path, idempotent=True, headers=self._files_headers())
+        response = self._http.request(
+            "GET", path, idempotent=True, headers=self._files_headers(), max_body=None
+        )
         return response.content
 
     def delete_file(self, file_id: str) -> Json:

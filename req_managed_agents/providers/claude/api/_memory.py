@@ -111,7 +111,8 @@ class MemoryAPI(ClientCore):
         the API takes them (``depth=1`` groups deeper paths into ``memory_prefix`` items;
         ``view="full"`` adds each memory's content, in pages of 20, the API's cap)."""
         path = f"/v1/memory_stores/{segment(memory_store_id)}/memories"
-        return self._list_all(path, content_query(params), self._memory_headers())
+        # A memory_prefix item (depth=1) stands for a folder and has no id.
+        return self._list_all(path, content_query(params), self._memory_headers(), None, ())
 
     def update_memory(
         self,

@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
-from req_managed_agents.errors import APIError, RateLimitError, ServerError, TransportError
+from req_managed_agents.errors import (
+    APIError,
+    MalformedResponseError,
+    ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
 from req_managed_agents.providers.claude.api._core import (
     MAX_METADATA_PAIRS,
     ClientCore,
@@ -125,9 +132,12 @@ class SessionsAPI(ClientCore):
         each request carries a random token in the session's metadata under ``rma_create``
         (when the caller's metadata leaves room for it), so the sessions created since are
         looked through for it before the create is sent again. The run then goes on with the
-        session the lost answer named, and no second one is left behind. ``create_token``
-        chooses the token (a keyed run's, which a later process finds the session by, with
-        :meth:`find_created_session`); the metadata must then leave room for it.
+        session the lost answer named, and no second one is left behind. So it does after an
+        answer that cannot be used (:class:`MalformedResponseError`, raised when no session
+        carries the token): the service may have made the session it could not describe.
+        ``create_token`` chooses the token (a keyed run's, which a later process finds the
+        session by, with :meth:`find_created_session`); the metadata must then leave room
+        for it.
         """
         body: Json = {
             "agent": _agent_reference(agent),
@@ -183,6 +193,16 @@ class SessionsAPI(ClientCore):
                     body=body,
                     telemetry_metadata=telemetry_metadata,
                 )
+            except MalformedResponseError as unusable:
+                if not tagged:
+                    raise
+                try:
+                    made = self.find_created_session(token, since, telemetry_metadata)
+                except ManagedAgentsError as exc:
+                    raise unusable from exc
+                if made is None:
+                    raise
+                return made
             except (TransportError, ServerError, RateLimitError) as exc:
                 # A refusal the HTTP layer gave up on proves nothing was made: give up too.
                 refused = isinstance(exc, APIError) and exc.retry_after is not None
@@ -208,11 +228,12 @@ class SessionsAPI(ClientCore):
         sessions' metadata (Amazon Bedrock's does), each is read whole."""
         params = query_params({"created_at_gte": since, "order": "desc", "agent_id": agent_id})
         for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
-            if "metadata" not in session:
+            if "metadata" not in session:  # every listed session has its id (checked)
                 session = self.get_session(
                     str(session["id"]), telemetry_metadata=telemetry_metadata
                 )
-            if (session.get("metadata") or {}).get(CREATE_TOKEN_KEY) == token:
+            metadata = session.get("metadata")
+            if isinstance(metadata, Mapping) and metadata.get(CREATE_TOKEN_KEY) == token:
                 return session
         return None
 

@@ -99,4 +99,4 @@ class VaultsAPI(ClientCore):
         are refused by the API."""
         path = f"{_credential_path(vault_id, credential_id)}/mcp_oauth_validate"
         # A probe creates nothing: a repeat probes again, with whatever token is stored then.
-        return self._json("POST", path, idempotent=True, body={})
+        return self._json("POST", path, idempotent=True, body={}, required=())

@@ -39,7 +39,7 @@ from req_managed_agents.providers.claude.api._core import (
     segment,
 )
 from req_managed_agents.transport._config import credential
-from req_managed_agents.transport._json import excerpt, loads
+from req_managed_agents.transport._json import check_fields, excerpt, loads, malformed
 from req_managed_agents.transport._redact import Secret, register_secret
 
 __all__ = [
@@ -237,20 +237,20 @@ class WorkAPI(ClientCore):
             return None
         try:
             item = loads(response.content)
+            if item is None:
+                return None
+            sessions_token(item.get("secret") if isinstance(item, dict) else None)  # masked
+            checked = check_fields(item, "the work item", required=("id",))
+            if isinstance(checked.get("data"), dict):
+                check_fields(checked["data"], "the work item's data")
         except ValueError as exc:
-            raise APIError(
+            raise malformed(
                 response.status_code,
-                None,
-                f"expected JSON from GET {path} ({exc}), got {excerpt(response.content)!r}",
+                f"GET {path}",
+                f"{exc} (the answer begins {excerpt(response.content)!r})",
                 response.headers.get("request-id"),
             ) from None
-        if item is None:
-            return None
-        if not isinstance(item, dict):
-            what = f"GET {path} answered neither null nor a work item"
-            raise APIError(response.status_code, None, what, response.headers.get("request-id"))
-        sessions_token(item.get("secret"))  # registered, so no log line can show it
-        return item
+        return checked
 
     def ack_work(
         self,
@@ -298,6 +298,7 @@ class WorkAPI(ClientCore):
             idempotent=expected_last_heartbeat is None,
             params=params or None,
             telemetry_metadata=_tags(telemetry_metadata, environment_id, work_id),
+            required=("last_heartbeat",),  # the lease, not the item
         )
 
     def stop_work(
@@ -355,5 +356,9 @@ class WorkAPI(ClientCore):
         acknowledged), ``oldest_queued_at`` and ``workers_polling`` (in the last 30 s)."""
         path = f"{_work_path(environment_id)}/stats"
         return self._json(
-            "GET", path, idempotent=True, telemetry_metadata=_tags(None, environment_id)
+            "GET",
+            path,
+            idempotent=True,
+            telemetry_metadata=_tags(None, environment_id),
+            required=("depth",),  # counts, not an item
         )

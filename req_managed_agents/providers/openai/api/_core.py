@@ -137,6 +137,7 @@ class ClientCore:
             parse_error=_parse_openai_error,
             authenticate=self._authenticate,
             session=http,
+            request_id_header="x-request-id",
         )
 
     @property
@@ -171,7 +172,14 @@ class ClientCore:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        required: tuple[str, ...] = ("id",),
+        listing: str | None = None,
+        item_required: tuple[str, ...] = (),
     ) -> Json:
+        """The JSON object a request answers, checked (``transport._json.json_object``):
+        a resource's answer must carry its ``id`` (``required=()`` for the others); a
+        ``listing`` member (``data``), when present, must be a list of objects, each with
+        the ``item_required`` fields."""
         response = self._http.request(
             method,
             path,
@@ -182,7 +190,13 @@ class ClientCore:
             telemetry_metadata=telemetry_metadata,
         )
         return json_object(
-            response, f"{method} {path}", request_id_header="x-request-id", cut_deep=True
+            response,
+            f"{method} {path}",
+            request_id_header="x-request-id",
+            cut_deep=True,
+            required=required,
+            listing=listing,
+            item_required=item_required,
         )
 
     def _iter_pages(
@@ -192,19 +206,24 @@ class ClientCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
     ) -> Iterator[Json]:
         """Follow the ``after`` cursor (a page's ``last_id``, else its last item's id) while
-        ``has_more`` says there is more; stop iterating and no further page is asked for."""
+        ``has_more`` says there is more; stop iterating and no further page is asked for.
+        Every item must carry its ``id``."""
         query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
         seen: set[str] = set()
         while True:
             page = self._json(
-                "GET", path, idempotent=True, params=query, telemetry_metadata=telemetry_metadata
+                "GET",
+                path,
+                idempotent=True,
+                params=query,
+                telemetry_metadata=telemetry_metadata,
+                required=("data",),
+                listing="data",
+                item_required=("id",),
             )
-            data = page.get("data")
-            if not isinstance(data, list):
-                raise APIError(200, None, f"GET {path} returned no 'data' list", None, body=page)
-            items = [item for item in data if isinstance(item, dict)]
+            items: list[Json] = page["data"]  # objects, each checked
             yield from items
-            cursor = page.get("last_id") or (items[-1].get("id") if items else None)
+            cursor = page.get("last_id") or (items[-1]["id"] if items else None)
             if not page.get("has_more") or not isinstance(cursor, str) or cursor in seen:
                 return  # a server repeating a cursor would otherwise loop forever
             seen.add(cursor)

@@ -9,7 +9,14 @@ from typing import Any
 
 import requests
 
-from req_managed_agents.errors import APIError, RateLimitError, ServerError, TransportError
+from req_managed_agents.errors import (
+    APIError,
+    MalformedResponseError,
+    ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
 from req_managed_agents.providers.openai.api._core import (
     MAX_METADATA_PAIRS,
     ClientCore,
@@ -163,9 +170,12 @@ class SessionsAPI(ClientCore):
         A create whose answer was lost (a reset, a timeout, a 5xx, a bare 429) may have made
         the session - and started its turn. Each request carries a random token in the
         session's metadata under ``rma_create`` (when the caller's metadata leaves room), so
-        the sessions are looked up by it before the create is sent again. ``create_token``
-        chooses the token (a keyed run's, which a later process finds the session by, with
-        :meth:`find_created_session`); the metadata must then leave room for it.
+        the sessions are looked up by it before the create is sent again - and after an
+        answer that cannot be used (:class:`MalformedResponseError`, raised when no session
+        carries the token): the service may have made the session it could not describe.
+        ``create_token`` chooses the token (a keyed run's, which a later process finds the
+        session by, with :meth:`find_created_session`); the metadata must then leave room
+        for it.
         """
         body = _session_body(
             environment,
@@ -180,11 +190,21 @@ class SessionsAPI(ClientCore):
             create_token,
         )
         found = self._create(body, telemetry_metadata)
-        return (
-            found
-            if isinstance(found, dict)
-            else json_object(found, "POST /agents/sessions", request_id_header="x-request-id")
-        )
+        if isinstance(found, dict):
+            return found
+        try:
+            return json_object(
+                found, "POST /agents/sessions", request_id_header="x-request-id", required=("id",)
+            )
+        except MalformedResponseError as unusable:
+            token = str(body["metadata"].get(CREATE_TOKEN_KEY, ""))
+            try:
+                made = self.find_created_session(token, body.get("agent_id"), telemetry_metadata)
+            except ManagedAgentsError as exc:
+                raise unusable from exc
+            if made is None:
+                raise
+            return made
 
     def stream_new_session(
         self,
@@ -241,7 +261,12 @@ class SessionsAPI(ClientCore):
         if agent_id is not None:
             params["agent_id"] = agent_id
         for session in self._iter_pages("/agents/sessions", params, telemetry_metadata):
-            if (session.get("metadata") or {}).get(CREATE_TOKEN_KEY) == token:
+            metadata = session.get("metadata")
+            if (
+                isinstance(metadata, Mapping)
+                and metadata.get(CREATE_TOKEN_KEY) == token
+                and session.get("id")  # a usable id, if any (the page was checked)
+            ):
                 return session
         return None
 
