@@ -31,8 +31,11 @@ from req_managed_agents.testing import (
 )
 
 PROMPT = "Compute."
-# The driver's idle timeout, and a stall twice as long: the stall outlasts it.
-IDLE_TIMEOUT = 0.3
+# The driver's idle timeout, and a stall twice as long: the stall outlasts it. A second, not
+# less: on a busy machine an emulator thread can be starved for a few tenths of a second, and
+# a silence the scenario did not inject must not pass for one it did (on AgentCore an idle
+# timeout ends the run).
+IDLE_TIMEOUT = 1.0
 STALL_SECONDS = 2 * IDLE_TIMEOUT
 # Short enough to keep the suite fast, long enough that ignoring it shows in the timings.
 RETRY_AFTER = 0.05

@@ -131,3 +131,37 @@ def test_the_client_refuses_bad_input_before_sending(
     with emulator.provider() as provider, pytest.raises(ValueError, match=fragment):
         call(provider.client)
     assert not emulator.requests
+
+
+def test_a_create_whose_stream_head_came_too_late_is_found_and_not_made_twice(
+    emulator: OpenAIAgentsEmulator,
+) -> None:
+    """The service was slow to answer the streaming create (its head came after the idle
+    timeout): the create may still land, so the session is looked for after a pause, found
+    once it exists, and the run goes on with it - one session, the prompt sent once."""
+    import threading
+
+    from req_managed_agents import Tools, run_to_completion
+
+    looking = threading.Event()
+
+    def hold_the_create() -> None:
+        assert looking.wait(30), "the client looked for the session it may have made"
+
+    def let_the_create_land() -> None:
+        looking.set()
+        assert emulator.wait_until(lambda: bool(emulator.session_ids()), 30)
+
+    emulator.before_requests("POST", r"/v1/agents/sessions", hold_the_create)
+    emulator.before_requests("GET", r"/v1/agents/sessions", let_the_create_land)
+    with emulator.provider() as provider:
+        result = run_to_completion(
+            provider,
+            "Say hi.",
+            handler=Tools(),
+            agent_id=emulator.add_agent([OpenAITurn(text="hi")]),
+            idle_timeout=0.5,
+            timeout=60,
+        )
+    assert result.text == "hi"
+    assert emulator.session_ids() == [result.session_id]

@@ -28,6 +28,7 @@ from req_managed_agents.providers.claude.api._core import (
     query_params,
     segment,
 )
+from req_managed_agents.transport._backoff import pause
 
 __all__ = ["CREATE_TOKEN_KEY", "SessionsAPI"]
 
@@ -209,6 +210,9 @@ class SessionsAPI(ClientCore):
                 if not tagged or refused or attempt >= self._http.retry.max_retries:
                     raise
                 if not (isinstance(exc, TransportError) and exc.not_sent):
+                    # A slow server may still be making it: give it the policy's pause
+                    # before looking, lest the look miss it and a second one be made.
+                    pause(self._http.retry.delay(attempt))
                     made = self.find_created_session(token, since, telemetry_metadata)
                     if made is not None:
                         return made

@@ -11,6 +11,7 @@ import requests
 
 from req_managed_agents.errors import (
     APIError,
+    IdleTimeoutError,
     MalformedResponseError,
     ManagedAgentsError,
     RateLimitError,
@@ -26,6 +27,7 @@ from req_managed_agents.providers.openai.api._core import (
     list_params,
     segment,
 )
+from req_managed_agents.transport._backoff import pause
 from req_managed_agents.transport._json import json_object
 
 __all__ = ["CREATE_TOKEN_KEY", "ENVIRONMENT_TYPES", "SessionsAPI", "user_input"]
@@ -294,12 +296,17 @@ class SessionsAPI(ClientCore):
                     headers={"accept": "text/event-stream"} if idle_timeout is not None else None,
                     telemetry_metadata=telemetry_metadata,
                 )
-            except (TransportError, ServerError, RateLimitError) as exc:
+            except (TransportError, ServerError, RateLimitError, IdleTimeoutError) as exc:
                 # A refusal the HTTP layer gave up on proves nothing was made: give up too.
+                # A stream whose head never came in time is as ambiguous as a lost answer.
                 refused = isinstance(exc, APIError) and exc.retry_after is not None
                 if token is None or refused or attempt >= self._http.retry.max_retries:
                     raise
                 if not (isinstance(exc, TransportError) and exc.not_sent):
+                    # A slow server may still be making it: give it the policy's pause
+                    # before looking, lest the look miss it and a second one be made.
+                    if not pause(self._http.retry.delay(attempt), cancelled):
+                        raise
                     made = self.find_created_session(
                         token, body.get("agent_id"), telemetry_metadata
                     )
