@@ -17,7 +17,7 @@ import pytest
 
 from req_managed_agents import Session, ToolContext, Tools, run_to_completion
 from req_managed_agents.drivers._loop import REPROMPT
-from req_managed_agents.providers.claude import _delivery
+from req_managed_agents.providers import _delivery
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.tools import CountingTools
 

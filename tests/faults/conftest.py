@@ -11,12 +11,11 @@ import collections
 
 import pytest
 
+from req_managed_agents.providers import _delivery as delivery
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
 from req_managed_agents.providers.agentcore.api import _core as agentcore_client
-from req_managed_agents.providers.claude import _delivery as claude_delivery
 from req_managed_agents.providers.claude import _feed as claude_feed
 from req_managed_agents.providers.claude.api import _core as claude_client
-from req_managed_agents.providers.openai import _delivery as openai_delivery
 from req_managed_agents.providers.openai import _feed as openai_feed
 from req_managed_agents.providers.openai.api import _core as openai_client
 
@@ -29,12 +28,11 @@ def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     fast = {"base": _FAST, "cap": 10 * _FAST}
     for module, name in [
         (claude_feed, "RECONNECT"),
-        (claude_delivery, "RESEND"),
+        (delivery, "RESEND"),
         (agentcore_conversation, "INVOKE_RETRY"),
         (claude_client, "REQUESTS"),
         (agentcore_client, "REQUESTS"),
         (openai_feed, "RECONNECT"),
-        (openai_delivery, "RESEND"),
         (openai_client, "REQUESTS"),
     ]:
         monkeypatch.setattr(module, name, getattr(module, name).but(**fast))

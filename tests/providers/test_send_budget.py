@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from req_managed_agents import ManagedAgentsError, Tools, run_to_completion
-from req_managed_agents.providers.claude._delivery import INPUT_SENDS as CLAUDE_SENDS
-from req_managed_agents.providers.openai._delivery import INPUT_SENDS as OPENAI_SENDS
+from req_managed_agents.providers._delivery import INPUT_SENDS
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn, call
+
+CLAUDE_SENDS = OPENAI_SENDS = INPUT_SENDS
 
 
 def adding() -> Tools:

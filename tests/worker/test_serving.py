@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from req_managed_agents.drivers._ledger import ToolLedger
-from req_managed_agents.providers.claude._delivery import INPUT_SENDS
+from req_managed_agents.providers._delivery import INPUT_SENDS
 from req_managed_agents.testing import ToolCall, Turn, call
 from tests.worker.conftest import WORK, FileTools, Hosted, Running, lines, tool_results
 

@@ -43,10 +43,11 @@ from req_managed_agents.providers._base import (
     Origin,
     TextSink,
 )
+from req_managed_agents.providers._delivery import Delivery
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
 from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.claude._client import ClaudeClient
-from req_managed_agents.providers.claude._delivery import Delivery, answered_id, answers_landed
+from req_managed_agents.providers.claude._delivery import ClaudeWire, answered_id, answers_landed
 from req_managed_agents.providers.claude._events import (
     CUSTOM_TOOL_RESULT,
     CUSTOM_TOOL_USE,
@@ -133,7 +134,10 @@ class ClaudeConversation(FeedConversation):
         )
         self._feed.start()
         self._delivery = Delivery(
-            client, session_id, self._feed, self._telemetry, lambda: self._aborted
+            ClaudeWire(client, session_id, self._feed, self._telemetry),
+            keyed=False,
+            stopped=lambda seconds: self._feed.wait_stopped(seconds) or self._aborted,
+            session_id=session_id,
         )
         self._wait_connected(cancelled)
 

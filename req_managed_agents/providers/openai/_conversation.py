@@ -39,10 +39,11 @@ from req_managed_agents.providers._base import (
     Origin,
     TextSink,
 )
+from req_managed_agents.providers._delivery import Delivery
 from req_managed_agents.providers._feed import FeedClosed, FeedConversation, History
 from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.openai._client import OpenAIClient
-from req_managed_agents.providers.openai._delivery import Delivery, stable_key
+from req_managed_agents.providers.openai._delivery import OpenAIWire, stable_key
 from req_managed_agents.providers.openai._events import (
     BOUNDARIES,
     ITEM_ADDED,
@@ -128,7 +129,12 @@ class OpenAIConversation(FeedConversation):
             opened=opened,
         )
         self._feed.start()
-        self._delivery = Delivery(client, session_id, self._telemetry, self._pause)
+        self._delivery = Delivery(
+            OpenAIWire(client, session_id, self._telemetry),
+            keyed=True,
+            stopped=self._pause,
+            session_id=session_id,
+        )
         self._cancelled = cancelled
         try:
             self._feed.wait_connected(cancelled)
@@ -200,7 +206,7 @@ class OpenAIConversation(FeedConversation):
             if use.id not in self._answered
         ]
         if events:
-            self._delivery.post(events, stable_key(self.session_id, events))
+            self._delivery.post(events, key=stable_key(self.session_id, events))
             self._answered.update(answered_id(event) for event in events)
         return self._await_turn(started=True)
 

@@ -18,9 +18,9 @@ import pytest
 
 from req_managed_agents import RateLimitError, ToolContext, Tools, run_to_completion, telemetry
 from req_managed_agents.drivers._session import Session
-from req_managed_agents.providers import ClaudeManagedAgents
+from req_managed_agents.providers import ClaudeManagedAgents, _delivery
 from req_managed_agents.providers._base import Aborted
-from req_managed_agents.providers.claude import _delivery, _feed
+from req_managed_agents.providers.claude import _feed
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.api import Api
