@@ -119,7 +119,7 @@ class ClaudeEmulator(LoopbackEmulator):
             echo_answers=echo_answers,
         )
         self.api_key = api_key or f"sk-ant-emu-{secrets.token_hex(16)}"
-        self._log = log = SessionLog(lifecycle.condition)
+        self._log = log = SessionLog(lifecycle)
         self._outcomes = outcomes = Outcomes(log)
         self._files = files = Files(state, downloadable_uploads=downloadable_uploads)
         player = Player(lifecycle, log, Subagents(log), outcomes, files)

@@ -109,7 +109,7 @@ class EventStream:
         while True:
             with self._state.condition:
                 if len(log) <= cursor and not self._lifecycle.stopping:
-                    self._state.condition.wait(poll)
+                    self._lifecycle.bell(session.record["id"]).wait(poll)
                 if self._lifecycle.stopping:
                     stream.abort("emulator_closed")
                     return

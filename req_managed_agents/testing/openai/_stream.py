@@ -108,7 +108,7 @@ class EventStream:
         while True:
             with self._state.condition:
                 if len(log) <= cursor and not self._lifecycle.stopping and not session.deleted:
-                    self._state.condition.wait(poll)
+                    self._lifecycle.bell(session.id).wait(poll)
                 if self._lifecycle.stopping:
                     stream.abort("emulator_closed")
                     return

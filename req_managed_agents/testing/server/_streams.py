@@ -10,7 +10,6 @@ session id) so that stream faults and observations can target one of several con
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import time
 from typing import TYPE_CHECKING
@@ -157,11 +156,16 @@ class ChunkedStream:
         return self._record.end is not None
 
     def client_gone(self) -> bool:
-        """Whether the client has closed its end (checked without consuming anything)."""
+        """Whether the client has closed its end (checked without consuming or waiting).
+
+        A peek that does not wait, rather than ``select``: a load test's thousand streams
+        hold descriptors past ``select``'s limit (1024), which it refuses.
+        """
         try:
-            readable, _, _ = select.select([self._socket], [], [], 0)
-            return bool(readable) and self._socket.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
+            return self._socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False  # nothing to read: the client is still there
+        except OSError:
             return True
 
     def finish(self, end: str = "finished") -> None:
