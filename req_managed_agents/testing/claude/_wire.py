@@ -12,6 +12,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._errors import ERROR_CODES, error_details
 from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
@@ -91,6 +92,12 @@ class _APIError(Exception):
 
 def _invalid(message: str) -> _APIError:
     return _APIError(400, message)
+
+
+def _coded(code: str, message: str, **details: Any) -> _APIError:
+    """The API's error for a cause it names: the status that comes with ``code``, and
+    ``details`` holding it (see ``_errors``)."""
+    return _APIError(ERROR_CODES[code], message, details=error_details(code, **details))
 
 
 def _archive(record: dict[str, Any]) -> bool:
@@ -227,11 +234,15 @@ def _metadata(value: Any, where: str = "metadata", *, patch: bool = False) -> di
         raise _invalid(f"{where}: Input should be an object")
     for key, item in value.items():
         if not 1 <= len(key) <= _MAX_METADATA_KEY:
-            raise _invalid(f"{where}: keys must be 1 to {_MAX_METADATA_KEY} characters")
+            message = f"{where}: keys must be 1 to {_MAX_METADATA_KEY} characters"
+            raise _coded("invalid_metadata", message)
         if item is None and patch:
             continue
-        if not isinstance(item, str) or len(item) > _MAX_METADATA_VALUE:
-            raise _invalid(f"{where}.{key}: values are strings of at most {_MAX_METADATA_VALUE}")
+        if not isinstance(item, str):
+            raise _invalid(f"{where}.{key}: Input should be a valid string")
+        if len(item) > _MAX_METADATA_VALUE:
+            message = f"{where}.{key}: values are at most {_MAX_METADATA_VALUE} characters"
+            raise _coded("invalid_metadata", message)
     return dict(value)
 
 
@@ -245,7 +256,7 @@ def _merged_metadata(current: Mapping[str, str], patch: Any, *, empty_deletes: b
         else:
             merged[key] = value
     if len(merged) > _MAX_METADATA_PAIRS:
-        raise _invalid(f"metadata: at most {_MAX_METADATA_PAIRS} pairs")
+        raise _coded("invalid_metadata", f"metadata: at most {_MAX_METADATA_PAIRS} pairs")
     return merged
 
 

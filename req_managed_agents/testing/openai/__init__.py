@@ -73,9 +73,11 @@ Choices where the SDK is silent, made strict and deterministic:
   cancelled first); a turn waiting for answers is cancelled by the deletion;
 * list pages answer ``data`` and ``has_more`` (and ``last_id`` for a turn's items): the
   fields the SDK's page models declare;
-* a hosted environment is ready at once (no ``environment.*`` events); prewarmed
-  environments, templates, files, plugins, setup commands and skills, vaults and
-  computer-use requests are not emulated (refused, or never asked for);
+* a hosted environment is ready at once (no ``environment.*`` events unless scripted);
+  prewarmed environments, templates, files, plugins, setup commands and skills, vaults,
+  automations and computer-use requests are not emulated (refused, or never asked for):
+  their routes, a session's artifacts and traces are 404 ``Invalid URL``, as the service
+  answers a route it does not know;
 * a subagent turn's ``agent_id`` is the subagent's id; the session's ``/turns`` lists root
   turns only.
 

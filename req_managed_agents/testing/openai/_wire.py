@@ -19,6 +19,10 @@ BETA = "agents=v1"
 # An object id in a route's path pattern, captured as an argument of the route.
 ID = r"([A-Za-z0-9_\-]+)"
 AGENTS_PATH = "/v1/agents"
+# An agent id in a path: never one of the nouns the API serves under /v1/agents, so a route
+# the emulator does not serve there (environments, automations) is an unknown route, as
+# the service answers one, not an agent that is not found.
+AGENT_ID = r"(?!(?:sessions|environments|automations)$)([A-Za-z0-9_\-]+)"
 SESSIONS_PATH = "/v1/agents/sessions"
 SESSION_PATH = f"{SESSIONS_PATH}/{ID}"
 

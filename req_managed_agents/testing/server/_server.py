@@ -42,6 +42,10 @@ class Service(Protocol):
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer a request with an injected HTTP error, in the API's error format."""
 
+    def check_fault(self, fault: RequestFault) -> None:
+        """Refuse (``ValueError``) an error the API could not answer with, as it is
+        injected: a ``code`` it does not know, or with a status it never gives it."""
+
 
 class LoopbackServer:
     """Serves ``service`` over real HTTP on 127.0.0.1 from construction on.
@@ -75,6 +79,10 @@ class LoopbackServer:
             )
             self._accept_threads.append(thread)
             thread.start()
+
+    def check_fault(self, fault: RequestFault) -> None:
+        """Refuse (``ValueError``) a fault the service could not answer with."""
+        self._service.check_fault(fault)
 
     @property
     def requests(self) -> list[RecordedRequest]:
