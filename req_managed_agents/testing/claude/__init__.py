@@ -77,7 +77,8 @@ other without a cycle:
 * vocabulary and values: the wire vocabulary (``_wire``) and the error codes (``_errors``),
   the resolution of configurations
   into what the API answers (``_config``, ``_config_tools``, ``_config_roster``), the checks
-  of sent events (``_inputs``), scripted turns (``_turn``), the data model (``_model``:
+  of sent events (``_inputs``), scripted turns (``_turn``) and the events they script
+  (``_scripted``), the data model (``_model``:
   sessions, threads, stored files) and the shapes of logged events (``_shapes``);
 * the session loop: the session log and its status changes (``_log``), subagent threads
   (``_subagents``), outcomes and their grader (``_outcomes``), the scripted-turn player

@@ -40,6 +40,25 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
+# The event types a scripted turn may name, filled in by ``_scripted``: those of the SDK
+# no behaviour of the emulator produces.
+WORKFLOW_EVENTS = frozenset(
+    {
+        "workflow_run.created",
+        "workflow_run.status_running",
+        "workflow_run.phase_started",
+        "workflow_run.phase_ended",
+        "workflow_run.status_idle",
+        "workflow_run.status_ended",
+        "workflow_run.error",
+    }
+)
+NAMED_EVENTS = WORKFLOW_EVENTS | {
+    "session.status_rescheduled",
+    "session.thread_status_rescheduled",
+    "span.outcome_evaluation_ongoing",
+    "agent.thread_context_compacted",
+}
 # An object id in a route's path pattern, captured as an argument of the route.
 ID = r"([A-Za-z0-9_\-]+)"
 SESSION_PATH = f"/v1/sessions/{ID}"

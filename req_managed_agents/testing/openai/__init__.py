@@ -23,7 +23,8 @@ The wire contract a client can rely on:
   ``turn.item.added`` per user message (``output_index`` null). Per step: an assistant
   message (``turn.item.added``, ``turn.content_part.added``, ``turn.output_text.delta``
   pieces, ``turn.output_text.done``, ``turn.content_part.done``, ``turn.item.done``;
-  ``phase`` ``commentary`` when the step makes calls, ``final_answer`` otherwise), MCP calls,
+  ``phase`` ``commentary`` when the step makes calls, ``final_answer`` otherwise), the
+  events the step scripts (``OpenAITurn(events=...)``), MCP calls,
   function calls (``turn.item.added`` carrying the complete call: ``call_id``, ``name``,
   ``arguments`` as a JSON string, ``turn_id``; then ``turn.item.done``). A call can be
   answered from its ``turn.item.added`` on. Then ``agent.session.requires_action`` (the
@@ -86,7 +87,8 @@ module, every resource sharing the one ``OpenAIState`` (``_state``) under the em
 lock: the wire vocabulary and errors (``_wire``), request checks (``_schema`` combinators,
 ``_params`` shapes), resolved configurations (``_config``), the data model (``_model``),
 items (``_items``), the session log (``_log``), turn transitions (``_turns``), the step
-player (``_player``), scripted steps (``_turn``), and the routes: agents (``_agents``),
+player (``_player``), scripted steps (``_turn``) and the events they script
+(``_scripted``), and the routes: agents (``_agents``),
 sessions (``_sessions``), inputs (``_inputs``), the stream (``_stream``), items, turns and
 subagents (``_history``), behind authentication and routing (``_api``).
 """
