@@ -20,6 +20,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from _table import Row
+
 _CHILD = textwrap.dedent(
     """
     import json, resource, sys, threading, time
@@ -166,6 +168,38 @@ def measure(flavor: str, sessions: int) -> dict[str, Any]:
     )
     measured: dict[str, Any] = json.loads(done.stdout)
     return measured
+
+
+def load_rows(sessions: int) -> list[Row]:
+    """The report's rows: a load test on each emulator, and what idle streams cost."""
+    rows = []
+    for flavor, name in (("claude", "Claude"), ("openai", "OpenAI")):
+        measured = measure(flavor, sessions)
+        done = measured["completed"]
+        assert done == sessions, measured
+        rows.append(
+            Row(
+                "load test",
+                f"{sessions} concurrent sessions in one process, {name} emulator "
+                "(`run_to_completion` of a one-turn script each, one provider)",
+                f"{measured['wall']:.1f} s wall",
+                f"peak {measured['threads']:,} threads, peak RSS "
+                f"{measured['peak_kib'] / 1024:.0f} MiB "
+                f"({measured['before_kib'] / 1024:.0f} MiB before)",
+                f"{sessions / measured['wall']:.0f} sessions/s",
+                f"all {sessions} complete",
+            )
+        )
+    busy = idle_cpu(sessions)
+    rows.append(
+        Row(
+            "load test",
+            f"{sessions} open idle streams (Claude emulator): CPU it uses meanwhile",
+            f"{busy:.1%} of a core",
+            target="~0: a stream waits, never polls",
+        )
+    )
+    return rows
 
 
 def main() -> None:
