@@ -155,3 +155,18 @@ def test_a_charset_the_api_does_not_read_is_named(sdk: Any) -> None:
     details = answers["utf-16"].json()["error"]["details"]
     assert check_strictly(ErrorDetails, details, "charset").error_code == "unsupported_charset"
     assert len(emulator.requests) == 4
+
+
+def test_a_status_without_its_own_type_is_typed_as_the_api_documents(sdk: Any) -> None:
+    """The API's error page: ``invalid_request_error`` may stand for 4xx codes it does not
+    list; a server error with no type of its own is an ``api_error``."""
+    emulator, client = sdk()
+    for status, expected in (
+        (412, "invalid_request_error"),
+        (422, "invalid_request_error"),
+        (503, "api_error"),
+    ):
+        emulator.fail_requests("GET", "/v1/agents", status)
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            client.beta.agents.list()
+        assert raised.value.body["error"]["type"] == expected, status  # type: ignore[index]

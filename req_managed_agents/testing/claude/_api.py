@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.agentcore._wire import _AwsError
 from req_managed_agents.testing.claude._errors import check_code, error_details
 from req_managed_agents.testing.claude._wire import (
-    _ERROR_TYPES,
     BETA,
     MEMORY_BETA,
     _APIError,
     _betas,
     _coded,
+    _error_type,
     _invalid,
     _is_files_path,
     _is_memory_path,
@@ -83,7 +83,7 @@ class ClaudeAPI:
 
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer an injected error with the API's error object."""
-        error_type = fault.error_type or _ERROR_TYPES.get(fault.status, "api_error")
+        error_type = fault.error_type or _error_type(fault.status)
         headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
         error_object: dict[str, Any] = {"type": error_type, "message": fault.message}
         if fault.code is not None:

@@ -25,7 +25,8 @@ BETA = "managed-agents-2026-04-01"
 # Memory stores have a beta of their own; they take the managed-agents one too.
 MEMORY_BETA = "agent-memory-2026-07-22"
 
-# The error type each status implies when the emulator (or a fault) does not name one.
+# The error type each status implies when the emulator (or a fault) does not name one;
+# another 4xx is an invalid_request_error (as the API's error page says), a 5xx an api_error.
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -86,6 +87,11 @@ _ISO_TIME = re.compile(
 )
 
 
+def _error_type(status: int) -> str:
+    """The error type a status implies (see ``_ERROR_TYPES``)."""
+    return _ERROR_TYPES.get(status) or ("invalid_request_error" if status < 500 else "api_error")
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
@@ -105,7 +111,7 @@ class _APIError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-        self.error_type = error_type or _ERROR_TYPES.get(status, "api_error")
+        self.error_type = error_type or _error_type(status)
         self.details = details
 
 
