@@ -121,6 +121,8 @@ class LoopbackServer:
             else:
                 self._service.handle(exchange)
         except OSError:
+            if exchange.stream is not None:  # over before its socket closes
+                exchange.stream.abort("client_closed")
             raise  # the connection failed; the server logs and closes it
         except Exception as error:
             logger.exception("emulator failed on %s %s", request.method, request.path)

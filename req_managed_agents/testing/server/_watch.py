@@ -33,17 +33,19 @@ class DisconnectWatcher:
     def watch(self, connection: socket.socket, gone: Callable[[], None]) -> None:
         """Call ``gone()``, with the emulator's lock held, once ``connection``'s client has
         left it (closed, reset, or shut its writing side). Call with the lock held."""
-        selector = self._selector
-        if selector is None:
+        selector, wake_out = self._selector, self._wake_out
+        if selector is None or wake_out is None:
             selector = self._selector = selectors.DefaultSelector()
-            wake_in, self._wake_out = socket.socketpair()
+            wake_in, wake_out = socket.socketpair()
+            wake_out.setblocking(False)  # never wait on it with the lock held
+            self._wake_out = wake_out
             selector.register(wake_in, selectors.EVENT_READ)
             self._lifecycle.start_thread("disconnects", self._run, wake_in, connection=wake_in)
-        with contextlib.suppress(KeyError):  # a closed socket's number, given out again
+        with contextlib.suppress(KeyError):  # a stale entry: a closed socket of this number
             selector.unregister(connection)
         selector.register(connection, selectors.EVENT_READ, gone)
-        with contextlib.suppress(OSError):
-            self._wake_out.send(b"\0")  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):  # full of wake-ups already
+            wake_out.send(b"\0")
 
     def forget(self, connection: socket.socket) -> None:
         """Stop watching ``connection`` (its stream is over); call with the lock held."""
