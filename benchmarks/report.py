@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import _claude_session_bench
 import _eventstream_bench
+import _load_bench
 import _openai_bench
 import _peers
 import _sse_bench
@@ -54,6 +55,7 @@ ROW_ORDER = (
     "tool concurrency",
     "memory",
     "batch",
+    "load test",
 )
 
 
@@ -258,6 +260,7 @@ def sections(repeat: int) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("tool concurrency", lambda: tool_rows(3)),
         ("memory", lambda: memory_rows(20)),
         ("batch", lambda: batch_rows(200)),
+        ("load test", lambda: _load_bench.load_rows(1000)),
     ]
 
 

@@ -47,12 +47,14 @@ Other HTTP clients must send what the real API requires: ``x-api-key: <emulator.
 ``authorization: Bearer <key>``), an ``anthropic-version`` header and ``anthropic-beta:
 managed-agents-2026-04-01``. Each turn logs, in order: ``session.status_running``,
 ``span.model_request_start``, ``agent.thinking`` (``Turn(thinking=True)``), ``agent.message``
-(when there is text), per server tool call an ``agent.tool_use`` (``agent.mcp_tool_use`` for
-a ``ToolCall(mcp_server=...)``) with its ``evaluated_permission`` and ``evaluation`` and,
-unless it asks for permission, its ``agent.tool_result`` (``agent.mcp_tool_result``),
-``span.model_request_end``, one ``agent.custom_tool_use`` per tool call, ``session.usage``
-and ``session.status_idle`` (or the terminated/error ending). ``session.usage`` comes right
-before every idle and terminal ending, and nowhere else.
+(when there is text), the events the turn scripts (``Turn(events=...)``: any type, as given,
+and by name the SDK's types nothing else emits, filled in), per server tool call an
+``agent.tool_use`` (``agent.mcp_tool_use`` for a ``ToolCall(mcp_server=...)``) with its
+``evaluated_permission`` and ``evaluation`` and, unless it asks for permission, its
+``agent.tool_result`` (``agent.mcp_tool_result``), ``span.model_request_end``, one
+``agent.custom_tool_use`` per tool call, ``session.usage`` and ``session.status_idle`` (or
+the terminated/error ending). ``session.usage`` comes right before every idle and terminal
+ending, and nowhere else.
 
 Permission policies: a server ``ToolCall(permission="deny")`` gets the error result
 ``Permission to use <name> has been denied.`` at once; ``permission="ask"`` pauses the turn:

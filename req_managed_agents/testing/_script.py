@@ -4,18 +4,22 @@ Each emulator has its own turn type (its API's endings and options differ), but 
 is the same everywhere, so a test can reuse its calls when it runs against several providers.
 So is the handling of scripts: plain strings stand for text-only turns
 (:func:`as_script`), a turn's text may be a function of the texts that triggered the turn,
-evaluated by :func:`scripted_text`, and streamed text goes out in a few pieces
-(:func:`text_pieces`), as a model's output does.
+evaluated by :func:`scripted_text`, streamed text goes out in a few pieces
+(:func:`text_pieces`), as a model's output does, and the events a turn names or gives are
+checked and frozen as it is made (:func:`frozen_events`).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Sequence
     from typing import Callable, Literal
 
 __all__ = ["PERMISSIONS", "ToolCall", "as_script", "call", "scripted_text", "text_pieces"]
@@ -24,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 _Turn = TypeVar("_Turn")
 
+
+# An event a turn scripts: a type the emulator fills in, or the event itself (its fields).
+ScriptedEvent = Union[str, Mapping[str, Any]]
 
 # The permission a server tool call is evaluated to; "allow" runs it at once.
 PERMISSIONS = ("allow", "ask", "deny")
@@ -96,3 +103,29 @@ def text_pieces(text: str, count: int) -> list[str]:
         return []
     size = -(-len(text) // min(count, len(text)))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def frozen_events(
+    events: Sequence[ScriptedEvent], named: Collection[str]
+) -> tuple[ScriptedEvent, ...]:
+    """A turn's scripted ``events``, checked and frozen: a name must be one of ``named``
+    (the types the emulator fills in), a mapping must give its ``type`` (any)."""
+    if isinstance(events, (str, Mapping)):
+        raise TypeError("events is a sequence of event types or events, not one of them")
+    frozen: list[ScriptedEvent] = []
+    for event in events:
+        if isinstance(event, str):
+            if event not in named:
+                choices = ", ".join(sorted(named))
+                raise ValueError(
+                    f"no event type {event!r} to fill in; give its fields, or one of: {choices}"
+                )
+            frozen.append(event)
+        elif isinstance(event, Mapping):
+            kind = event.get("type")
+            if not isinstance(kind, str) or not kind:
+                raise ValueError(f"a scripted event needs its type: {event!r}")
+            frozen.append(MappingProxyType(copy.deepcopy(dict(event))))
+        else:
+            raise TypeError(f"a scripted event is a type name or a mapping, not {event!r}")
+    return tuple(frozen)

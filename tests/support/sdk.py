@@ -10,6 +10,7 @@ schema (a custom tool's ``input_schema``) is free-form and is not searched for s
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -40,10 +41,20 @@ def unmodeled_fields(value: Any, path: str = "") -> list[str]:
     return found
 
 
+@functools.cache
+def _adapter(cast_to: Any) -> pydantic.TypeAdapter[Any]:
+    """One adapter per type: building one for a union of events takes tens of ms."""
+    return pydantic.TypeAdapter(cast_to)
+
+
 def check_strictly(cast_to: Any, data: Any, what: str) -> Any:
     """``data`` (decoded JSON) validated strictly as ``cast_to``, with no unmodeled field."""
     try:
-        value = pydantic.TypeAdapter(cast_to).validate_json(json.dumps(data), strict=True)
+        adapter = _adapter(cast_to)
+    except TypeError:  # a type that cannot be a cache key
+        adapter = pydantic.TypeAdapter(cast_to)
+    try:
+        value = adapter.validate_json(json.dumps(data), strict=True)
     except pydantic.ValidationError as error:
         raise ModelMismatch(f"{what}: {error}\n{json.dumps(data)[:3000]}") from None
     extra = unmodeled_fields(value)

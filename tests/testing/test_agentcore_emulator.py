@@ -594,6 +594,9 @@ def test_request_faults_answer_in_the_aws_error_format(emulator: AgentCoreEmulat
     assert "reason" in error
     assert emulator.invocations == []
     assert text_of(frames(client.invoke(arn, [user("x")], new_session_id()))) == "Checking both."
+    with pytest.raises(ValueError, match="error_type"):  # AWS names the exception alone
+        emulator.fail_requests("GET", "/harnesses", 429, code="ThrottlingException")
+    assert emulator.pending_faults() == 0
 
 
 def read_frames(response: requests.Response) -> tuple[list[tuple[str, Any]], Exception | None]:

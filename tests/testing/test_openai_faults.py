@@ -154,6 +154,16 @@ def test_failed_requests_answer_the_error_with_retry_after(harness: Any) -> None
     assert emulator.pending_faults() == 0
 
 
+def test_a_failed_request_names_the_code_it_is_given(harness: Any) -> None:
+    emulator, api = harness()
+    emulator.fail_requests("GET", r"/v1/agents", 429, code="insufficient_quota")
+    error = error_of(api.get("/agents"), 429)
+    assert (error["type"], error["code"]) == ("requests", "insufficient_quota")
+    with pytest.raises(ValueError, match="empty"):
+        emulator.fail_requests("GET", r"/v1/agents", 429, code="")
+    assert emulator.pending_faults() == 0
+
+
 def test_a_reset_before_acting_changes_nothing(harness: Any) -> None:
     emulator, api = harness(["Hello."])
     session_id = api.new_session()

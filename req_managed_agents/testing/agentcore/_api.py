@@ -61,6 +61,11 @@ class AgentCoreAPI:
         headers = {} if fault.retry_after is None else {"Retry-After": fault.retry_after}
         self._respond_error(exchange, _AwsError(status, name, fault.message), headers)
 
+    def check_fault(self, fault: RequestFault) -> None:
+        """AWS names an error by its exception alone: give ``error_type``, not ``code``."""
+        if fault.code is not None:
+            raise ValueError("AgentCore errors have no code; name the exception (error_type)")
+
     def _respond_error(
         self, exchange: Exchange, error: _AwsError, headers: Mapping[str, str] | None = None
     ) -> None:

@@ -45,6 +45,12 @@ deterministic:
   data only); anything else is a 400, as on the service. An answer names no thread (its
   params declare none): it is routed by its tool use id, and its echo names the thread
   that tool use was made on;
+* an error names its cause in ``error.details.error_code`` where the SDK types one
+  (``_errors``): an archived environment (updated, or a session made in it:
+  ``environment_archived``), an unknown one (``environment_not_found``), metadata over its
+  limits (``invalid_metadata``), an upload downloaded (``file_not_downloadable``), a
+  ``Content-Type`` charset other than UTF-8, ISO-8859-1 or US-ASCII
+  (``unsupported_charset``); ``fail_requests(code=...)`` injects any code the SDK types;
 * an agent whose model does not take mid-conversation system messages refuses a
   ``system.message`` with a 400 whose message names
   ``model_does_not_support_mid_conversation_system``;
@@ -68,9 +74,11 @@ Every resource keeps its data in the one ``ClaudeState`` (``_state``, guarded by
 emulator's one lock) and is handed the collaborators it calls, so the modules depend on each
 other without a cycle:
 
-* vocabulary and values: the wire vocabulary (``_wire``), the resolution of configurations
+* vocabulary and values: the wire vocabulary (``_wire``) and the error codes (``_errors``),
+  the resolution of configurations
   into what the API answers (``_config``, ``_config_tools``, ``_config_roster``), the checks
-  of sent events (``_inputs``), scripted turns (``_turn``), the data model (``_model``:
+  of sent events (``_inputs``), scripted turns (``_turn``) and the events they script
+  (``_scripted``), the data model (``_model``:
   sessions, threads, stored files) and the shapes of logged events (``_shapes``);
 * the session loop: the session log and its status changes (``_log``), subagent threads
   (``_subagents``), outcomes and their grader (``_outcomes``), the scripted-turn player

@@ -9,20 +9,25 @@ memory stores, which take their own beta ``agent-memory-2026-07-22`` too. A rout
 JSON it answers with (200), or answers the exchange itself (downloads, streams). The
 credentials of self-hosted environments (their keys, their work items' sessions tokens) are
 checked by the ``credentials`` given (``_work_auth``), which decide for every request then.
+A ``Content-Type`` naming a charset other than UTF-8, ISO-8859-1 or US-ASCII is a 400
+``unsupported_charset``, as the SDK's typed error for it describes.
 """
 
 from __future__ import annotations
 
 import hmac
+import re
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.agentcore._wire import _AwsError
+from req_managed_agents.testing.claude._errors import check_code, error_details
 from req_managed_agents.testing.claude._wire import (
-    _ERROR_TYPES,
     BETA,
     MEMORY_BETA,
     _APIError,
     _betas,
+    _coded,
+    _error_type,
     _invalid,
     _is_files_path,
     _is_memory_path,
@@ -37,6 +42,10 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
     from req_managed_agents.testing.claude._work_auth import WorkCredentials
     from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
+
+# The charsets the API reads a body in; a Content-Type naming another is refused.
+_CHARSETS = frozenset({"utf-8", "iso-8859-1", "us-ascii"})
+_CHARSET = re.compile(r";\s*charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
 
 
 class ClaudeAPI:
@@ -74,10 +83,17 @@ class ClaudeAPI:
 
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer an injected error with the API's error object."""
-        error_type = fault.error_type or _ERROR_TYPES.get(fault.status, "api_error")
+        error_type = fault.error_type or _error_type(fault.status)
         headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
-        error_object = {"type": error_type, "message": fault.message}
+        error_object: dict[str, Any] = {"type": error_type, "message": fault.message}
+        if fault.code is not None:
+            error_object["details"] = error_details(fault.code)
         self._respond_error(exchange, fault.status, error_object, headers)
+
+    def check_fault(self, fault: RequestFault) -> None:
+        """Refuse a code the ``anthropic`` SDK does not type, or with another status."""
+        if fault.code is not None:
+            check_code(fault.code, fault.status)
 
     def _respond_error(
         self,
@@ -111,6 +127,10 @@ class ClaudeAPI:
                 raise _APIError(401, "invalid x-api-key")
         if "anthropic-version" not in request.headers:
             raise _invalid("anthropic-version: header is required")
+        charset = _CHARSET.search(request.headers.get("content-type", ""))
+        if charset is not None and charset.group(1).lower() not in _CHARSETS:
+            message = f"the charset {charset.group(1)!r} is not supported; send UTF-8"
+            raise _coded("unsupported_charset", message)
         betas = _betas(request)
         if _is_memory_path(request.path):
             if not betas & {BETA, MEMORY_BETA}:

@@ -30,7 +30,7 @@ from req_managed_agents.testing.claude._subagents import Subagents
 from req_managed_agents.testing.claude._threads import Threads, _thread_view
 from req_managed_agents.testing.claude._turn import Turn, _output_bytes
 from req_managed_agents.testing.claude._vaults import Vaults
-from req_managed_agents.testing.claude._wire import _APIError
+from req_managed_agents.testing.claude._wire import WORKFLOW_EVENTS, _APIError
 from req_managed_agents.testing.claude._work import WorkQueue
 from req_managed_agents.testing.claude._work_auth import WorkCredentials
 from req_managed_agents.testing.claude._work_items import DEFAULT_LEASE_TTL, WorkItems
@@ -120,14 +120,14 @@ class ClaudeEmulator(LoopbackEmulator):
             echo_answers=echo_answers,
         )
         self.api_key = api_key or f"sk-ant-emu-{secrets.token_hex(16)}"
-        self._log = log = SessionLog(lifecycle.condition)
+        self._log = log = SessionLog(lifecycle)
         self._outcomes = outcomes = Outcomes(log)
         self._files = files = Files(state, downloadable_uploads=downloadable_uploads)
         player = Player(lifecycle, log, Subagents(log), outcomes, files)
         self._work = work = WorkItems(state, lease_ttl=lease_ttl)
         events = Events(state, log, player, outcomes, work)
         self._agents = agents = Agents(
-            state, default_script=as_script(script, Turn), unique_names=unique_names
+            state, default_script=self._script(script), unique_names=unique_names
         )
         self._environments = environments = Environments(state, unique_names=unique_names)
         vaults = Vaults(state)
@@ -168,6 +168,16 @@ class ClaudeEmulator(LoopbackEmulator):
             self.api_key, routes, sigv4=sigv4, credentials=None if state.bedrock else credentials
         )
         super().__init__(LoopbackServer(lifecycle, api))
+
+    def _script(self, script: Sequence[Turn | str] | None) -> tuple[Turn, ...]:
+        """A script as turns; on Bedrock, none naming an event Claude on Bedrock never sends."""
+        turns = as_script(script, Turn)
+        if self.flavor == "bedrock":
+            for turn in turns:
+                for event in turn.events:
+                    if isinstance(event, str) and event in WORKFLOW_EVENTS:
+                        raise ValueError(f"Claude on Bedrock sends no {event!r} events")
+        return turns
 
     # --- set-up and faults for tests ------------------------------------------------------
 
@@ -211,7 +221,7 @@ class ClaudeEmulator(LoopbackEmulator):
             except _APIError as error:
                 raise ValueError(error.message) from None
             if script is not None:
-                self._state.agent_scripts[agent["id"]] = as_script(script, Turn)
+                self._state.agent_scripts[agent["id"]] = self._script(script)
             return str(agent["id"])
 
     def add_environment(self, name: str = "env", *, config: Mapping[str, Any] | None = None) -> str:

@@ -15,15 +15,14 @@ from req_managed_agents.testing.claude._config import resolved_environment_confi
 from req_managed_agents.testing.claude._wire import (
     _MAX_RESOURCE_PAGE,
     ID,
-    _APIError,
     _archive,
     _check_name_free,
+    _coded,
     _flag,
     _invalid,
     _json_object,
     _merged_metadata,
     _new_id,
-    _not_found,
     _optional_string,
     _reject_unknown,
     _required_name,
@@ -84,10 +83,20 @@ class Environments:
         return environment
 
     def environment(self, environment_id: str) -> dict[str, Any]:
-        """An environment; a 404 for an unknown one."""
+        """An environment; a 404 ``environment_not_found`` for an unknown one."""
         environment = self._state.environments.get(environment_id)
         if environment is None:
-            raise _not_found("environment", environment_id)
+            message = f"environment {environment_id!r} was not found"
+            raise _coded("environment_not_found", message)
+        return environment
+
+    def usable(self, environment_id: str) -> dict[str, Any]:
+        """An environment a session may be made in: a 400 ``environment_archived`` for an
+        archived one (the code the SDK documents for updating one, used here alike)."""
+        environment = self.environment(environment_id)
+        if environment["archived_at"]:
+            message = f"environment {environment_id!r} is archived"
+            raise _coded("environment_archived", message)
         return environment
 
     def _create_environment(self, exchange: Exchange) -> dict[str, Any]:
@@ -106,7 +115,8 @@ class Environments:
         with self._state.condition:
             environment = self.environment(environment_id)
             if environment["archived_at"]:
-                raise _invalid("an archived environment cannot be updated")
+                message = "an archived environment cannot be updated"
+                raise _coded("environment_archived", message)
             updated = copy.deepcopy(environment)
             for key, value in body.items():
                 if key == "name":
@@ -124,11 +134,8 @@ class Environments:
                     if value is not None:
                         updated["config"] = resolved_environment_config(value)
                         if updated["config"]["type"] != environment["config"]["type"]:
-                            raise _APIError(
-                                400,
-                                "config.type: an environment's type cannot change",
-                                details={"error_code": "invalid_config_type_change"},
-                            )
+                            message = "config.type: an environment's type cannot change"
+                            raise _coded("invalid_config_type_change", message)
                 elif key == "metadata":
                     updated["metadata"] = _merged_metadata(
                         environment["metadata"], value or {}, empty_deletes=True

@@ -22,6 +22,7 @@ from req_managed_agents.testing.claude._wire import (
     BETA,
     ID,
     _betas,
+    _coded,
     _invalid,
     _new_id,
     _not_found,
@@ -182,7 +183,8 @@ class Files:
         with self._state.condition:
             stored = self.file(file_id)
             if not stored.record["downloadable"]:
-                raise _invalid(f"file {file_id!r} is not downloadable")
+                message = f"file {file_id!r} is not downloadable"
+                raise _coded("file_not_downloadable", message)
         headers = {"request-id": _new_id("req"), "Content-Type": stored.record["mime_type"]}
         exchange.respond(200, stored.data, headers)
 

@@ -17,17 +17,20 @@ from req_managed_agents.testing.claude._wire import _new_id
 from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
-    import threading
     from collections.abc import Mapping
 
     from req_managed_agents.testing.claude._model import _Session, _Thread
+    from req_managed_agents.testing.server import Lifecycle
 
 
 class SessionLog:
-    """Logs events into sessions; called with ``condition`` (the emulator's lock) held."""
+    """Logs events into sessions; called with the lock of ``lifecycle`` (the emulator's)
+    held. Every event wakes the waiters on the emulator's changes and on its session's
+    bell (its streams)."""
 
-    def __init__(self, condition: threading.Condition) -> None:
-        self._condition = condition
+    def __init__(self, lifecycle: Lifecycle) -> None:
+        self._condition = lifecycle.condition
+        self._ring = lifecycle.ring
 
     def append(
         self,
@@ -55,6 +58,7 @@ class SessionLog:
             if cross_post:
                 session.log.append(logged)
         self._condition.notify_all()
+        self._ring(session.record["id"])
         return logged
 
     def set_status(self, session: _Session, status: str) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._script import scripted_text
 from req_managed_agents.testing.claude._builtin_tools import is_sandbox_call
 from req_managed_agents.testing.claude._model import _Awaited
+from req_managed_agents.testing.claude._scripted import ScriptedEvents
 from req_managed_agents.testing.claude._shapes import (
     _denial,
     _span_usage,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing._script import ToolCall
     from req_managed_agents.testing.claude._files import Files
     from req_managed_agents.testing.claude._log import SessionLog
-    from req_managed_agents.testing.claude._model import _Input, _Session
+    from req_managed_agents.testing.claude._model import _Input, _Session, _Thread
     from req_managed_agents.testing.claude._outcomes import Outcomes
     from req_managed_agents.testing.claude._subagents import Subagents
     from req_managed_agents.testing.claude._turn import Turn
@@ -165,6 +166,8 @@ class Player:
         if text:
             message = {"type": "agent.message", "content": [{"type": "text", "text": text}]}
             self._log.append(session, message, thread=thread)
+        if turn.events:
+            self._log_scripted(session, turn, thread)
         awaiting: dict[str, _Awaited] = {}
         for server_call in turn.server_tool_calls:
             waits_result = (
@@ -229,6 +232,14 @@ class Player:
                 session.outcome = None  # a final turn after max_iterations_reached, if any
             self._log.finish_turn(session, {"type": "end_turn"})
         return None
+
+    def _log_scripted(self, session: _Session, turn: Turn, thread: _Thread | None) -> None:
+        """Log the events the turn scripts, on its thread."""
+        scripted = ScriptedEvents(session, thread)
+        for given in turn.events:
+            event = scripted.event(given)
+            cross_post = thread is not None and scripted.cross_posted(event)
+            scripted.logged(self._log.append(session, event, thread=thread, cross_post=cross_post))
 
 
 def _elicitation(call: ToolCall, use_id: str) -> dict[str, Any]:

@@ -173,9 +173,7 @@ class Sessions:
             if bedrock:  # a sandbox the emulator does not keep: a cloud one
                 environment: dict[str, Any] = {"config": {"type": "cloud"}}
             else:
-                environment = self._environments.environment(environment_id)
-                if environment["archived_at"]:
-                    raise _invalid(f"environment {environment_id!r} is archived")
+                environment = self._environments.usable(environment_id)
             snapshot = self._agents.snapshot(agent)
             _overridden(snapshot, overrides, bedrock=bedrock)
             if bedrock:

@@ -34,9 +34,6 @@ _HEARTBEATS = {
     "event": b'event: ping\ndata: {"type":"ping"}\n\n',
 }
 
-# A stream re-checks for a vanished client at least this often (seconds).
-_DISCONNECT_POLL = 0.1
-
 # How many event_delta frames a text block of a previewed message is split into (fewer when
 # it is shorter).
 DELTA_PIECES = 3
@@ -103,15 +100,23 @@ class EventStream:
         cursor: int,
         previewed: frozenset[str],
     ) -> None:
-        """Forward new log events to one stream until it ends; ping when it is quiet."""
+        """Forward new log events to one stream until it ends; ping when it is quiet.
+
+        It waits for its session's news (its bell), the client leaving or its next
+        heartbeat, whichever comes first; never polls."""
         quiet_since = time.monotonic()
-        poll = min(self._ping_interval, _DISCONNECT_POLL)
+        key = session.record["id"]
+        stream.watch_client(lambda: self._lifecycle.ring(key))
         while True:
             with self._state.condition:
-                if len(log) <= cursor and not self._lifecycle.stopping:
-                    self._state.condition.wait(poll)
+                silence = quiet_since + self._ping_interval - time.monotonic()
+                idle = len(log) <= cursor and not self._lifecycle.stopping and not stream.ended
+                if idle and silence > 0:
+                    self._lifecycle.bell(key).wait(silence)
                 if self._lifecycle.stopping:
                     stream.abort("emulator_closed")
+                    return
+                if stream.ended:  # the client left
                     return
                 # Copies: a queued event's processed_at may change once it is logged.
                 fresh = copy.deepcopy(log[cursor:])
@@ -139,9 +144,6 @@ class EventStream:
                 if not stream.write(self._heartbeat):
                     return
                 quiet_since = now
-            if stream.client_gone():
-                stream.abort("client_closed")
-                return
 
     def _frame(self, event: Mapping[str, Any], *, cut: bool = False) -> bytes:
         """An event's SSE frame; ``cut`` (``corrupt_stream``) keeps only the first half of its

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from req_managed_agents.testing._script import frozen_events
 from req_managed_agents.testing.claude._builtin_tools import check_sandbox_call
+from req_managed_agents.testing.claude._wire import NAMED_EVENTS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Callable, Literal
 
-    from req_managed_agents.testing._script import ToolCall
+    from req_managed_agents.testing._script import ScriptedEvent, ToolCall
 
 _ENDS = ("end_turn", "terminated", "error")
 _VERDICTS = ("satisfied", "needs_revision", "failed")
@@ -45,7 +47,19 @@ class Turn:
     verdict on the turn when it ends an outcome's iteration. ``thread`` names the subagent
     that plays the turn on a session thread of its own (None: the coordinator, on the
     primary thread); consecutive turns of one name continue the same thread.
+
+    ``events`` are logged in order right after the turn's message (before its tool calls),
+    on the turn's thread, for the SDK's event types no behaviour of the emulator produces
+    and for types a handler must survive: a name from :attr:`named_events` (the
+    ``workflow_run.*`` family, ``session.status_rescheduled``,
+    ``session.thread_status_rescheduled``, ``span.outcome_evaluation_ongoing``,
+    ``agent.thread_context_compacted``) is filled in with what its model requires; a
+    mapping is logged with its fields (over a named type's), whatever its ``type``, one the
+    SDK does not know included. Each gets its ``id`` and ``processed_at``; the emulator's
+    state does not change for them.
     """
+
+    named_events: ClassVar[frozenset[str]] = NAMED_EVENTS
 
     text: str | Callable[[list[str]], str] = ""
     tool_calls: Sequence[ToolCall] = ()
@@ -58,6 +72,7 @@ class Turn:
     evaluation: Literal["satisfied", "needs_revision", "failed"] = "satisfied"
     explanation: str = ""
     thread: str | None = None
+    events: Sequence[ScriptedEvent] = ()
 
     def __post_init__(self) -> None:
         if self.end not in _ENDS:
@@ -71,6 +86,7 @@ class Turn:
         # Tuples, so a script cannot change under a running session.
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         object.__setattr__(self, "server_tool_calls", tuple(self.server_tool_calls))
+        object.__setattr__(self, "events", frozen_events(self.events, NAMED_EVENTS))
         for server_call in self.server_tool_calls:
             check_sandbox_call(server_call)
         outputs = {name: _output_bytes(name, data) for name, data in self.outputs.items()}

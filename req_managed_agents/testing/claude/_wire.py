@@ -12,6 +12,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._errors import ERROR_CODES, error_details
 from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
@@ -24,7 +25,8 @@ BETA = "managed-agents-2026-04-01"
 # Memory stores have a beta of their own; they take the managed-agents one too.
 MEMORY_BETA = "agent-memory-2026-07-22"
 
-# The error type each status implies when the emulator (or a fault) does not name one.
+# The error type each status implies when the emulator (or a fault) does not name one;
+# another 4xx is an invalid_request_error (as the API's error page says), a 5xx an api_error.
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -39,6 +41,25 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
+# The event types a scripted turn may name, filled in by ``_scripted``: those of the SDK
+# no behaviour of the emulator produces.
+WORKFLOW_EVENTS = frozenset(
+    {
+        "workflow_run.created",
+        "workflow_run.status_running",
+        "workflow_run.phase_started",
+        "workflow_run.phase_ended",
+        "workflow_run.status_idle",
+        "workflow_run.status_ended",
+        "workflow_run.error",
+    }
+)
+NAMED_EVENTS = WORKFLOW_EVENTS | {
+    "session.status_rescheduled",
+    "session.thread_status_rescheduled",
+    "span.outcome_evaluation_ongoing",
+    "agent.thread_context_compacted",
+}
 # An object id in a route's path pattern, captured as an argument of the route.
 ID = r"([A-Za-z0-9_\-]+)"
 SESSION_PATH = f"/v1/sessions/{ID}"
@@ -66,6 +87,11 @@ _ISO_TIME = re.compile(
 )
 
 
+def _error_type(status: int) -> str:
+    """The error type a status implies (see ``_ERROR_TYPES``)."""
+    return _ERROR_TYPES.get(status) or ("invalid_request_error" if status < 500 else "api_error")
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
@@ -85,12 +111,18 @@ class _APIError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-        self.error_type = error_type or _ERROR_TYPES.get(status, "api_error")
+        self.error_type = error_type or _error_type(status)
         self.details = details
 
 
 def _invalid(message: str) -> _APIError:
     return _APIError(400, message)
+
+
+def _coded(code: str, message: str, **details: Any) -> _APIError:
+    """The API's error for a cause it names: the status that comes with ``code``, and
+    ``details`` holding it (see ``_errors``)."""
+    return _APIError(ERROR_CODES[code], message, details=error_details(code, **details))
 
 
 def _archive(record: dict[str, Any]) -> bool:
@@ -227,11 +259,15 @@ def _metadata(value: Any, where: str = "metadata", *, patch: bool = False) -> di
         raise _invalid(f"{where}: Input should be an object")
     for key, item in value.items():
         if not 1 <= len(key) <= _MAX_METADATA_KEY:
-            raise _invalid(f"{where}: keys must be 1 to {_MAX_METADATA_KEY} characters")
+            message = f"{where}: keys must be 1 to {_MAX_METADATA_KEY} characters"
+            raise _coded("invalid_metadata", message)
         if item is None and patch:
             continue
-        if not isinstance(item, str) or len(item) > _MAX_METADATA_VALUE:
-            raise _invalid(f"{where}.{key}: values are strings of at most {_MAX_METADATA_VALUE}")
+        if not isinstance(item, str):
+            raise _invalid(f"{where}.{key}: Input should be a valid string")
+        if len(item) > _MAX_METADATA_VALUE:
+            message = f"{where}.{key}: values are at most {_MAX_METADATA_VALUE} characters"
+            raise _coded("invalid_metadata", message)
     return dict(value)
 
 
@@ -245,7 +281,7 @@ def _merged_metadata(current: Mapping[str, str], patch: Any, *, empty_deletes: b
         else:
             merged[key] = value
     if len(merged) > _MAX_METADATA_PAIRS:
-        raise _invalid(f"metadata: at most {_MAX_METADATA_PAIRS} pairs")
+        raise _coded("invalid_metadata", f"metadata: at most {_MAX_METADATA_PAIRS} pairs")
     return merged
 
 

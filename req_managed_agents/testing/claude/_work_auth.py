@@ -31,7 +31,7 @@ import re
 import secrets
 from typing import TYPE_CHECKING
 
-from req_managed_agents.testing.claude._wire import _APIError, _invalid, _not_found
+from req_managed_agents.testing.claude._wire import _APIError, _coded, _invalid
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
@@ -84,7 +84,7 @@ class WorkCredentials:
         with self._state.condition:
             environment = self._state.environments.get(environment_id)
             if environment is None:
-                raise _not_found("environment", environment_id)
+                raise _coded("environment_not_found", f"no environment {environment_id!r}")
             if environment["config"]["type"] != "self_hosted":
                 raise _invalid(f"environment {environment_id!r} is not self_hosted")
             key = self._state.environment_keys.get(environment_id)

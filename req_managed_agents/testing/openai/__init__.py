@@ -23,7 +23,8 @@ The wire contract a client can rely on:
   ``turn.item.added`` per user message (``output_index`` null). Per step: an assistant
   message (``turn.item.added``, ``turn.content_part.added``, ``turn.output_text.delta``
   pieces, ``turn.output_text.done``, ``turn.content_part.done``, ``turn.item.done``;
-  ``phase`` ``commentary`` when the step makes calls, ``final_answer`` otherwise), MCP calls,
+  ``phase`` ``commentary`` when the step makes calls, ``final_answer`` otherwise), the
+  events the step scripts (``OpenAITurn(events=...)``), MCP calls,
   function calls (``turn.item.added`` carrying the complete call: ``call_id``, ``name``,
   ``arguments`` as a JSON string, ``turn_id``; then ``turn.item.done``). A call can be
   answered from its ``turn.item.added`` on. Then ``agent.session.requires_action`` (the
@@ -73,9 +74,11 @@ Choices where the SDK is silent, made strict and deterministic:
   cancelled first); a turn waiting for answers is cancelled by the deletion;
 * list pages answer ``data`` and ``has_more`` (and ``last_id`` for a turn's items): the
   fields the SDK's page models declare;
-* a hosted environment is ready at once (no ``environment.*`` events); prewarmed
-  environments, templates, files, plugins, setup commands and skills, vaults and
-  computer-use requests are not emulated (refused, or never asked for);
+* a hosted environment is ready at once (no ``environment.*`` events unless scripted);
+  prewarmed environments, templates, files, plugins, setup commands and skills, vaults,
+  automations and computer-use requests are not emulated (refused, or never asked for):
+  their routes, a session's artifacts and traces are 404 ``Invalid URL``, as the service
+  answers a route it does not know;
 * a subagent turn's ``agent_id`` is the subagent's id; the session's ``/turns`` lists root
   turns only.
 
@@ -84,7 +87,8 @@ module, every resource sharing the one ``OpenAIState`` (``_state``) under the em
 lock: the wire vocabulary and errors (``_wire``), request checks (``_schema`` combinators,
 ``_params`` shapes), resolved configurations (``_config``), the data model (``_model``),
 items (``_items``), the session log (``_log``), turn transitions (``_turns``), the step
-player (``_player``), scripted steps (``_turn``), and the routes: agents (``_agents``),
+player (``_player``), scripted steps (``_turn``) and the events they script
+(``_scripted``), and the routes: agents (``_agents``),
 sessions (``_sessions``), inputs (``_inputs``), the stream (``_stream``), items, turns and
 subagents (``_history``), behind authentication and routing (``_api``).
 """

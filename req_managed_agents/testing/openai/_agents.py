@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.openai._config import agent_settings, persisted_tools
 from req_managed_agents.testing.openai._params import AGENT_CREATE, AGENT_UPDATE
 from req_managed_agents.testing.openai._state import check_query, page
-from req_managed_agents.testing.openai._wire import AGENTS_PATH, ID, new_id, not_found, now
+from req_managed_agents.testing.openai._wire import AGENT_ID, AGENTS_PATH, new_id, not_found, now
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._state import OpenAIState
@@ -27,9 +27,9 @@ class Agents:
         return [
             ("POST", AGENTS_PATH, self._create),
             ("GET", AGENTS_PATH, self._list),
-            ("GET", f"{AGENTS_PATH}/{ID}", self._retrieve),
-            ("POST", f"{AGENTS_PATH}/{ID}", self._update),
-            ("DELETE", f"{AGENTS_PATH}/{ID}", self._delete),
+            ("GET", f"{AGENTS_PATH}/{AGENT_ID}", self._retrieve),
+            ("POST", f"{AGENTS_PATH}/{AGENT_ID}", self._update),
+            ("DELETE", f"{AGENTS_PATH}/{AGENT_ID}", self._delete),
         ]
 
     def new_agent(self, body: Any) -> dict[str, Any]:

@@ -47,9 +47,14 @@ class OpenAIAPI:
 
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer an injected error with the API's error object."""
-        error = APIError(fault.status, fault.message, error_type=fault.error_type)
+        error = APIError(fault.status, fault.message, error_type=fault.error_type, code=fault.code)
         headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
         self._respond_error(exchange, error, headers)
+
+    def check_fault(self, fault: RequestFault) -> None:
+        """Any code goes: the API's codes are open strings (``error.code``)."""
+        if fault.code == "":
+            raise ValueError("an error code must not be empty")
 
     @staticmethod
     def _respond_error(

@@ -56,7 +56,7 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         self.api_key = api_key or f"sk-emu-{secrets.token_hex(16)}"
         self.echo_answers = echo_answers
         self._state = state = OpenAIState(lifecycle.condition, as_script(script, OpenAITurn))
-        self._log = log = SessionLog(lifecycle.condition)
+        self._log = log = SessionLog(lifecycle)
         self._flow = flow = TurnFlow(log)
         self._player = player = Player(lifecycle, log, flow, echo_answers=echo_answers)
         self._agents = agents = Agents(state)

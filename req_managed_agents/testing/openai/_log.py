@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.openai._wire import new_id, now
 
 if TYPE_CHECKING:
-    import threading
-
     from req_managed_agents.testing.openai._model import Session, Turn
+    from req_managed_agents.testing.server import Lifecycle
 
 
 class SessionLog:
-    """Logs events into sessions; called with ``condition`` (the emulator's lock) held."""
+    """Logs events into sessions; called with the lock of ``lifecycle`` (the emulator's)
+    held. Every event wakes the waiters on the emulator's changes and on its session's
+    bell (its streams)."""
 
-    def __init__(self, condition: threading.Condition) -> None:
-        self._condition = condition
+    def __init__(self, lifecycle: Lifecycle) -> None:
+        self._condition = lifecycle.condition
+        self.ring = lifecycle.ring
 
     def append(self, session: Session, event: dict[str, Any]) -> dict[str, Any]:
         """Log an event with a new ``event_id``; return the logged copy."""
@@ -33,6 +35,7 @@ class SessionLog:
         session.log.append(logged)
         session.record["last_active_at"] = now()
         self._condition.notify_all()
+        self.ring(session.id)
         return logged
 
     def session_event(self, session: Session) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing._script import scripted_text, text_pieces
 from req_managed_agents.testing.openai import _items
 from req_managed_agents.testing.openai._model import Awaited, Subagent, add_usage
+from req_managed_agents.testing.openai._scripted import ScriptedEvents
 from req_managed_agents.testing.openai._turn import SCRIPT_FINISHED
 from req_managed_agents.testing.openai._turns import BUDGET_EXCEEDED
 from req_managed_agents.testing.openai._wire import new_id, now
@@ -172,6 +173,9 @@ class Player:
             self._message(session, turn, text, phase)
         if turn.subagent is not None:
             turn.subagent.report = text
+        scripted = ScriptedEvents(session, turn)
+        for given in step.events:
+            self._log.append(session, scripted.event(given))
         for mcp_call in step.mcp_calls:
             self._mcp_call(session, turn, mcp_call)
         for tool_call in step.tool_calls:

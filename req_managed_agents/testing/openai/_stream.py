@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle, Route
 
 HEARTBEAT = b": keep-alive\n\n"
-# A stream re-checks for a vanished client at least this often (seconds).
-_DISCONNECT_POLL = 0.1
 _PADDING = string.ascii_letters + string.digits
 
 
@@ -101,16 +99,23 @@ class EventStream:
         cursor: int,
         frame: functools.partial[bytes],
     ) -> None:
-        """Forward new log events to one stream until it ends; ping when it is quiet."""
+        """Forward new log events to one stream until it ends; ping when it is quiet.
+
+        It waits for its session's news (its bell), the client leaving or its next
+        heartbeat, whichever comes first; never polls."""
         log = session.log
         quiet_since = time.monotonic()
-        poll = min(self._ping_interval, _DISCONNECT_POLL)
+        stream.watch_client(lambda: self._lifecycle.ring(session.id))
         while True:
             with self._state.condition:
-                if len(log) <= cursor and not self._lifecycle.stopping and not session.deleted:
-                    self._state.condition.wait(poll)
+                silence = quiet_since + self._ping_interval - time.monotonic()
+                idle = len(log) <= cursor and not self._lifecycle.stopping
+                if idle and silence > 0 and not session.deleted and not stream.ended:
+                    self._lifecycle.bell(session.id).wait(silence)
                 if self._lifecycle.stopping:
                     stream.abort("emulator_closed")
+                    return
+                if stream.ended:  # the client left
                     return
                 fresh = list(log[cursor:])  # logged events are never changed
                 deleted = session.deleted
@@ -129,9 +134,6 @@ class EventStream:
                 if not stream.write(HEARTBEAT):
                     return
                 quiet_since = now
-            if stream.client_gone():
-                stream.abort("client_closed")
-                return
 
 
 def _frame(event: Mapping[str, Any], *, obfuscated: bool, cut: bool = False) -> bytes:

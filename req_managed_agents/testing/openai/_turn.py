@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
-from req_managed_agents.testing._script import ToolCall
+from req_managed_agents.testing._script import ToolCall, frozen_events
+from req_managed_agents.testing.openai._wire import NAMED_EVENTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Callable, Literal
+
+    from req_managed_agents.testing._script import ScriptedEvent
 
 _ENDS = ("completed", "turn_failed", "session_failed")
 
@@ -35,7 +38,17 @@ class OpenAITurn:
     stays usable) or ``"session_failed"`` (the turn and the session fail). ``subagent``
     names the subagent that plays the step in a turn of its own (None: the root agent);
     consecutive steps of one name continue that subagent's turn.
+
+    ``events`` are logged in order in the step's turn right after its message (before its
+    calls), for the SDK's event types no behaviour of the emulator produces and for types a
+    handler must survive: a name from :attr:`named_events` (an environment's lifecycle, a
+    subagent ``active`` or ``closed``, reasoning summaries, a command's output deltas) is
+    filled in with what its model requires; a mapping is logged with its fields (over a
+    named type's), whatever its ``type``, one the SDK does not know included. Each gets its
+    ``event_id``; the emulator's state does not change for them.
     """
+
+    named_events: ClassVar[frozenset[str]] = NAMED_EVENTS
 
     text: str | Callable[[list[str]], str] = ""
     tool_calls: Sequence[ToolCall] = ()
@@ -44,6 +57,7 @@ class OpenAITurn:
     delay: float = 0.0
     end: Literal["completed", "turn_failed", "session_failed"] = "completed"
     subagent: str | None = None
+    events: Sequence[ScriptedEvent] = ()
 
     def __post_init__(self) -> None:
         if self.end not in _ENDS:
@@ -60,6 +74,7 @@ class OpenAITurn:
         # Tuples, so a script cannot change under a running session.
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         object.__setattr__(self, "mcp_calls", tuple(self.mcp_calls))
+        object.__setattr__(self, "events", frozen_events(self.events, NAMED_EVENTS))
 
 
 SCRIPT_FINISHED = OpenAITurn(text="(script finished)")

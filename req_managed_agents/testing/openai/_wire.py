@@ -19,8 +19,37 @@ BETA = "agents=v1"
 # An object id in a route's path pattern, captured as an argument of the route.
 ID = r"([A-Za-z0-9_\-]+)"
 AGENTS_PATH = "/v1/agents"
+# An agent id in a path: never one of the nouns the API serves under /v1/agents, so a route
+# the emulator does not serve there (environments, automations) is an unknown route, as
+# the service answers one, not an agent that is not found.
+AGENT_ID = r"(?!(?:sessions|environments|automations)$)([A-Za-z0-9_\-]+)"
 SESSIONS_PATH = "/v1/agents/sessions"
 SESSION_PATH = f"{SESSIONS_PATH}/{ID}"
+
+# The event types a scripted step may name, filled in by ``_scripted``: those of the SDK no
+# behaviour of the emulator produces.
+ENVIRONMENT_EVENT = "agent.session.environment."
+_ENVIRONMENT_STATES = [
+    "pending",
+    "connected",
+    "ready",
+    "suspended",
+    "expired",
+    "disconnected",
+    "failed",
+]
+SUBAGENT_EVENT = "agent.session.subagent."
+SUMMARY_EVENT = "agent.session.turn.reasoning_summary_"
+COMMAND_OUTPUT_EVENT = "agent.output.command_execution_output.delta"
+NAMED_EVENTS = frozenset(
+    {
+        *(ENVIRONMENT_EVENT + state for state in (*_ENVIRONMENT_STATES, "reset")),
+        SUBAGENT_EVENT + "active",
+        SUBAGENT_EVENT + "closed",
+        *(SUMMARY_EVENT + kind for kind in ("part.added", "part.done", "text.delta", "text.done")),
+        COMMAND_OUTPUT_EVENT,
+    }
+)
 
 # The error type and code each status implies when the emulator (or a fault) names none.
 _ERROR_KINDS: dict[int, tuple[str, str | None]] = {

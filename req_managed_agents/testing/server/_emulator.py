@@ -76,6 +76,7 @@ class LoopbackEmulator:
         error_type: str | None = None,
         where: _RequestFilter | None = None,
         message: str = "injected failure",
+        code: str | None = None,
     ) -> None:
         """Answer the next ``times`` matching requests with an HTTP error instead.
 
@@ -84,12 +85,15 @@ class LoopbackEmulator:
         apart requests to one path by their :class:`RecordedRequest` body, say; it runs with
         the emulator's lock held, so it must neither block nor call the emulator.
         ``retry_after`` adds a ``retry-after`` header; ``error_type`` overrides the error
-        type the status implies; ``message`` is the error's message. Rules apply in the order
-        added.
+        type the status implies; ``message`` is the error's message. ``code`` names the
+        cause as the API does (Claude: ``error.details.error_code``, any code the
+        ``anthropic`` SDK types, with the status it pairs it with; OpenAI: ``error.code``);
+        a code the API does not know is a ``ValueError``. Rules apply in the order added.
         """
         if isinstance(retry_after, (int, float)):
             retry_after = f"{retry_after:g}"
-        fault = RequestFault(status, error_type, retry_after, message)
+        fault = RequestFault(status, error_type, retry_after, message, code)
+        self._server.check_fault(fault)
         self._server.faults.add_failure(method, path_regex, fault, times, where)
 
     def reset_requests(

@@ -27,12 +27,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RequestFault:
-    """An HTTP error to answer instead of the normal response (see ``fail_requests``)."""
+    """An HTTP error to answer instead of the normal response (see ``fail_requests``);
+    ``code`` is the API's code for its cause, if it names one."""
 
     status: int
     error_type: str | None = None
     retry_after: str | None = None
     message: str = "injected failure"
+    code: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,12 +46,14 @@ class Listener(HTTPServer):
     """An HTTP server on a free port of 127.0.0.1 whose connection threads the emulator's
     lifecycle tracks, so closing can end them; ``serve`` answers each request.
 
-    Its listen backlog is large enough for many clients connecting at once: with the
-    default of 5, a burst of connections overflows it and the kernel drops SYNs, which a
-    client sees as a one-second stall (the first retransmission).
+    Its listen backlog holds a load test's burst: a thousand clients connecting at once
+    while the accept thread is busy (starting threads, or starved of the GIL by the clients
+    in the same process). A connection the queue has no room for has its SYN dropped, which
+    a client sees as a one-second stall, then another, and at worst as a reset; the kernel
+    caps the backlog at ``net.core.somaxconn`` (4096 on current Linux).
     """
 
-    request_queue_size = 128
+    request_queue_size = 4096
 
     def __init__(
         self, listener: str, serve: Callable[[RequestHandler], None], lifecycle: Lifecycle

@@ -2,6 +2,9 @@
 
 One lock guards all of an emulator's state, the server's and its API's alike, and every
 change notifies it, so waiting on it wakes on every change (see :meth:`Lifecycle.wait_until`).
+What waits for one scope's news only (a session's event stream) waits on that scope's
+*bell*, a condition on the same lock that only its scope's changes ring: a thousand open
+streams would otherwise all wake for every event of every session.
 Each thread the emulator starts is tracked with the connection it serves, if any, so that
 closing can cut the connection and join the thread, with a bound, so that a wedged thread
 cannot hang a test run.
@@ -37,10 +40,26 @@ class Lifecycle:
     """
 
     def __init__(self, name: str) -> None:
-        self.condition = threading.Condition()
+        self._lock = threading.RLock()
+        self.condition = threading.Condition(self._lock)
         self.stopping = False
         self.name = name
         self._threads: dict[threading.Thread, socket.socket | None] = {}
+        self._bells: dict[str, threading.Condition] = {}
+
+    def bell(self, scope: str) -> threading.Condition:
+        """The condition to wait on for ``scope``'s news: it shares the emulator's lock,
+        and wakes on :meth:`ring` for that scope and on closing. Call with the lock held."""
+        bell = self._bells.get(scope)
+        if bell is None:
+            bell = self._bells[scope] = threading.Condition(self._lock)
+        return bell
+
+    def ring(self, scope: str) -> None:
+        """Wake what waits for ``scope``'s news; called with the lock held."""
+        bell = self._bells.get(scope)
+        if bell is not None:
+            bell.notify_all()
 
     def start_thread(
         self,
@@ -99,6 +118,8 @@ class Lifecycle:
                 return False
             self.stopping = True
             self.condition.notify_all()
+            for bell in self._bells.values():
+                bell.notify_all()
         return True
 
     def end_threads(self, first: Sequence[threading.Thread]) -> None:

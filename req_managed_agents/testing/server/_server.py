@@ -42,6 +42,10 @@ class Service(Protocol):
     def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
         """Answer a request with an injected HTTP error, in the API's error format."""
 
+    def check_fault(self, fault: RequestFault) -> None:
+        """Refuse (``ValueError``) an error the API could not answer with, as it is
+        injected: a ``code`` it does not know, or with a status it never gives it."""
+
 
 def _answer(exchange: Exchange, replacement: Replacement) -> None:
     """Send the test's body in place of the API's answer."""
@@ -81,6 +85,10 @@ class LoopbackServer:
             )
             self._accept_threads.append(thread)
             thread.start()
+
+    def check_fault(self, fault: RequestFault) -> None:
+        """Refuse (``ValueError``) a fault the service could not answer with."""
+        self._service.check_fault(fault)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -126,6 +134,8 @@ class LoopbackServer:
             elif replacement is None or replacement.after_acting:
                 self._service.handle(exchange)
         except OSError:
+            if exchange.stream is not None:  # over before its socket closes
+                exchange.stream.abort("client_closed")
             raise  # the connection failed; the server logs and closes it
         except Exception as error:
             logger.exception("emulator failed on %s %s", request.method, request.path)

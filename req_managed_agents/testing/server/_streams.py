@@ -1,21 +1,23 @@
 """Streaming responses: bodies written one chunk at a time, and the record of each.
 
 A :class:`ChunkedStream` writes its chunks by hand so that faults can cut it anywhere: the
-stream fault rules meet its events as they go out. :class:`Streams` keeps a record of every
-streaming response of an emulator, under the emulator's lock, for the
-:class:`StreamConnection` snapshots tests look at. Streams belong to a *scope* (for example a
-session id) so that stream faults and observations can target one of several concurrent ones.
+stream fault rules meet its events as they go out. A stream whose thread waits for news
+between writes has its client watched (``_watch``), so a client that leaves ends it at once.
+:class:`Streams` keeps a record of every streaming response of an emulator, under the
+emulator's lock, for the :class:`StreamConnection` snapshots tests look at. Streams belong to
+a *scope* (for example a session id) so that stream faults and observations can target one
+of several concurrent ones.
 """
 
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import time
 from typing import TYPE_CHECKING
 
 from req_managed_agents.testing.server._records import StreamConnection
+from req_managed_agents.testing.server._watch import DisconnectWatcher
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -67,6 +69,7 @@ class Streams:
         self._lifecycle = lifecycle
         self._faults = faults
         self._records: list[_StreamRecord] = []
+        self._watcher = DisconnectWatcher(lifecycle)
 
     def open(self, connection: socket.socket, scope: str) -> ChunkedStream:
         """A stream on ``connection``, counted as open from now on."""
@@ -74,7 +77,7 @@ class Streams:
         with self._lifecycle.condition:
             self._records.append(record)
             self._lifecycle.condition.notify_all()
-        return ChunkedStream(connection, record, self._faults, self._lifecycle)
+        return ChunkedStream(connection, record, self._faults, self._lifecycle, self._watcher)
 
     def connections(self, scope: str | None) -> list[StreamConnection]:
         """Snapshots of the streams of one scope, or of all."""
@@ -95,11 +98,13 @@ class ChunkedStream:
         record: _StreamRecord,
         faults: FaultRules,
         lifecycle: Lifecycle,
+        watcher: DisconnectWatcher,
     ) -> None:
         self._socket = connection
         self._record = record
         self._faults = faults
         self._lifecycle = lifecycle
+        self._watcher = watcher
 
     @property
     def scope(self) -> str:
@@ -164,12 +169,29 @@ class ChunkedStream:
         return self._record.end is not None
 
     def client_gone(self) -> bool:
-        """Whether the client has closed its end (checked without consuming anything)."""
+        """Whether the client has closed its end (checked without consuming or waiting).
+
+        A peek that does not wait, rather than ``select``: a load test's thousand streams
+        hold descriptors past ``select``'s limit (1024), which it refuses.
+        """
         try:
-            readable, _, _ = select.select([self._socket], [], [], 0)
-            return bool(readable) and self._socket.recv(1, socket.MSG_PEEK) == b""
-        except (OSError, ValueError):
+            return self._socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False  # nothing to read: the client is still there
+        except OSError:
             return True
+
+    def watch_client(self, wake: Callable[[], None]) -> None:
+        """From now on, the client leaving ends the stream (``"client_closed"``) at once and
+        calls ``wake()`` with the emulator's lock held: what the stream's thread waits on."""
+
+        def gone() -> None:
+            self._ended("client_closed", abrupt=True)
+            wake()
+
+        with self._lifecycle.condition:
+            if self._record.end is None:
+                self._watcher.watch(self._socket, gone)
 
     def finish(self, end: str = "finished") -> None:
         """End the body properly, with the terminating zero-length chunk."""
@@ -185,6 +207,8 @@ class ChunkedStream:
     def _ended(self, end: str, *, abrupt: bool) -> None:
         # Recorded before the client can notice, so a test that saw the end also sees why.
         self._record.close(end)
+        with self._lifecycle.condition:
+            self._watcher.forget(self._socket)
         if abrupt:
             with contextlib.suppress(OSError):  # already gone
                 self._socket.shutdown(socket.SHUT_RDWR)
