@@ -9,6 +9,7 @@ Both run in a copy of the checkout (see :mod:`tests.support.checkout`).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import re
 import shlex
@@ -68,6 +69,9 @@ def run(
 def test_the_readme_install_and_test_commands_keep_the_types_for_mypy_and_pyright(
     tmp_path: Path,
 ) -> None:
+    # Minutes of installs, each bounded by its own timeout: nothing for pytest's
+    # faulthandler_timeout (2 min) to report as a hang.
+    faulthandler.cancel_dump_traceback_later()
     install, test = readme_commands()
     assert install.startswith("python3 -m venv .venv && .venv/bin/pip install -e . ")
     assert test == "scripts/test"
