@@ -1,4 +1,4 @@
-"""The README's Django command, run as written (into a fresh virtualenv, on a free port),
+"""The README's Django command, run as written (in a copy of the checkout, on a free port),
 and ``manage.py check`` telling a missing API key before any request fails."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.checkout import ROOT, copy_checkout
+
 pytest.importorskip("django")
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "django"
 
 
@@ -49,19 +50,18 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 def test_the_readme_django_command_serves_the_page_and_a_run(tmp_path: Path) -> None:
     command = readme_django_command()
-    assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -e . django && ")
-    venv = tmp_path / "venv"
+    assert command.startswith("python3 -m venv .venv && .venv/bin/pip install -e . django ")
     port = free_port()
-    here = command.replace("../../.venv", str(venv)).replace(".venv", str(venv))
-    here = here.replace("python3 -m venv", f"{sys.executable} -m venv", 1)
-    here = here.replace(" -e . ", f" -e {ROOT} ", 1)
+    # The command as written (with this Python), in a copy of the checkout.
+    checkout = copy_checkout(tmp_path / "checkout")
+    here = command.replace("python3 -m venv", f"{sys.executable} -m venv", 1)
     assert here.endswith(" manage.py runserver")
     here += f" 127.0.0.1:{port} --noreload"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     process = subprocess.Popen(
         here,
         shell=True,
-        cwd=ROOT,
+        cwd=checkout,
         env={**env, "NO_PROXY": "127.0.0.1,localhost"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
