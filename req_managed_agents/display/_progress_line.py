@@ -5,9 +5,10 @@ redrawn in place (``\\r`` and erase-to-end) whenever its text changes, cut to th
 width so it never wraps; other output goes above it (:meth:`ProgressLine.write_line`, and
 the library's log records while :meth:`ProgressLine.showing_logs` is on). Anywhere else -
 a pipe, a file, a log collector - it writes plain lines, no control character in them: one
-when there is news (what is waited for changed, or a count towards a known total), and
-while nothing changes, again after 10 s, 20 s, 40 s ... and then every 5 minutes
-(:data:`QUIET_REPEATS`), so a log shows the wait is alive without filling up.
+when there is news (the words of what is waited for changed: a harness's status, the
+endpoint's turn, a worker's slots all busy), while only numbers move again after 10 s,
+20 s, 40 s ... and then every 5 minutes (:data:`QUIET_REPEATS`), and the last report when
+it is closed, so a log shows the wait is alive, and how it ended, without filling up.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -30,6 +32,7 @@ QUIET_REPEATS = RetryPolicy.poll(300.0, first=10.0)
 """How long plain output waits before saying an unchanged wait again: 10 s, doubling to 5 min."""
 ERASE = "\r\033[K"
 DEFAULT_COLUMNS = 80
+_NUMBERS = re.compile(r"\d+")
 
 
 class ProgressLine:
@@ -43,9 +46,11 @@ class ProgressLine:
         self.live: bool = bool(isatty()) if callable(isatty) else False
         self._lock = threading.Lock()
         self._shown = ""  # the live line on the screen now
-        self._news: tuple[object, ...] | None = None  # what the last plain line said
+        self._words: str | None = None  # what the last plain line said, numbers aside
         self._said_at = 0.0
         self._repeats = 0
+        self._latest: Progress | None = None  # the last report, and whether it was said
+        self._said: Progress | None = None
 
     def __call__(self, progress: Progress) -> None:
         with self._lock:
@@ -82,9 +87,12 @@ class ProgressLine:
                 package.removeHandler(handler)
 
     def close(self) -> None:
-        """Take the live line away (plain output has nothing to take back)."""
+        """Take the live line away; plain output ends with the last report, if it was not
+        said yet."""
         with self._lock:
             self._draw("")
+            if not self.live and self._latest is not self._said and self._latest is not None:
+                self._say(self._latest)
 
     def __enter__(self) -> ProgressLine:
         return self
@@ -110,16 +118,18 @@ class ProgressLine:
         return columns if columns > 1 else DEFAULT_COLUMNS
 
     def _log(self, progress: Progress) -> None:
-        towards_total = progress.done if progress.total is not None else None
-        news = (progress.what, towards_total, progress.total)
-        now = time.monotonic()
-        if news == self._news:
-            if now - self._said_at < QUIET_REPEATS.delay(self._repeats):
+        self._latest = progress
+        words = _NUMBERS.sub("#", progress.what)  # numbers moving is progress, not news
+        if words == self._words:
+            if time.monotonic() - self._said_at < QUIET_REPEATS.delay(self._repeats):
                 return
             self._repeats += 1
         else:
-            self._news, self._repeats = news, 0
-        self._said_at = now
+            self._words, self._repeats = words, 0
+        self._say(progress)
+
+    def _say(self, progress: Progress) -> None:
+        self._said, self._said_at = progress, time.monotonic()
         self._stream.write(f"{progress}\n")
         self._stream.flush()
 

@@ -90,3 +90,20 @@ def test_off_a_terminal_lines_are_plain_and_repeat_less_and_less_often(
     assert "\033" not in log.getvalue()
     line.close()
     assert log.getvalue().count("\n") == 5  # closing plain output adds nothing
+
+
+def test_off_a_terminal_moving_numbers_are_not_news_and_the_last_report_ends_the_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(_progress_line.time, "monotonic", lambda: now[0])
+    log = io.StringIO()
+    with ProgressLine(log) as line:
+        for second, running in enumerate((0, 2, 3, 2, 1)):
+            now[0] = 100.0 + second
+            line(Progress(f"batch: {running} running", second, second, 5, "prompt done"))
+        line(Progress("batch: 0 running", 5, 5, 5, "prompt done"))
+    assert log.getvalue().splitlines() == [
+        "batch: 0 running, 0/5 prompts done, 0 s",
+        "batch: 0 running, 5/5 prompts done, 5 s",  # said when the line is closed
+    ]

@@ -31,7 +31,9 @@ def provider(emulator: AgentCoreEmulator) -> Iterator[BedrockAgentCore]:
         yield provider
 
 
-def test_each_poll_of_a_harness_coming_up_is_reported(provider: BedrockAgentCore) -> None:
+def test_each_poll_of_a_harness_coming_up_is_reported_then_that_it_is_ready(
+    provider: BedrockAgentCore,
+) -> None:
     heard: list[tuple[Progress, threading.Thread]] = []
     handle = provision(
         provider,
@@ -40,7 +42,8 @@ def test_each_poll_of_a_harness_coming_up_is_reported(provider: BedrockAgentCore
         execution_role_arn=ROLE,
         progress=lambda p: heard.append((p, threading.current_thread())),
     )
-    reports = [p for p, _ in heard]
+    *reports, last = [p for p, _ in heard]
+    assert last.what == f"endpoint DEFAULT of harness {handle.harness_id} is READY"
     assert {thread for _, thread in heard} == {threading.current_thread()}
     harness = [p for p in reports if p.what.startswith("waiting for harness")]
     endpoint = [p for p in reports if p.what.startswith("waiting for endpoint DEFAULT")]

@@ -106,6 +106,7 @@ def wait_until_ready(
             lambda: client.get_harness_endpoint(harness_id, endpoint_name, deadline=deadline),
             endpoint_name=endpoint_name,
         )
+    poll.ready(endpoint_name)
     return harness
 
 
@@ -127,15 +128,21 @@ class _Poll:
         self.progress = progress
 
     def report(self, endpoint_name: str | None, state: str) -> None:
-        """Tell ``progress`` where the wait stands after a poll."""
-        if self.progress is None:
-            return
-        subject = f"harness {self.harness_id}"
-        if endpoint_name is not None:
-            subject = f"endpoint {endpoint_name} of {subject}"
-        elapsed = time.monotonic() - self.started
-        what = f"waiting for {subject} to be READY ({state})"
-        self.progress(Progress(what, elapsed, self.polls, unit="poll"))
+        """Tell ``progress`` where the wait stands after a poll that leaves it going."""
+        self._tell(f"waiting for {self._subject(endpoint_name)} to be READY ({state})")
+
+    def ready(self, endpoint_name: str | None) -> None:
+        """Tell ``progress`` the wait is over."""
+        self._tell(f"{self._subject(endpoint_name)} is READY")
+
+    def _subject(self, endpoint_name: str | None) -> str:
+        harness = f"harness {self.harness_id}"
+        return harness if endpoint_name is None else f"endpoint {endpoint_name} of {harness}"
+
+    def _tell(self, what: str) -> None:
+        if self.progress is not None:
+            elapsed = time.monotonic() - self.started
+            self.progress(Progress(what, elapsed, self.polls, unit="poll"))
 
     def until_ready(
         self, phase: str, read: Any, *, endpoint_name: str | None = None
