@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,14 +90,22 @@ class Served:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert self.process.stdout is not None
+        printed: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(printed,), daemon=True).start()
         self.lines: list[str] = []
-        for line in self.process.stdout:  # read until it is ready (or it ended)
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith(READY):
-                break
-        ready = [line for line in self.lines[-1:] if line.startswith(READY)]
-        assert ready, self.stop()
+        while not self.lines or not self.lines[-1].startswith(READY):
+            try:
+                line = printed.get(timeout=60)
+            except queue.Empty:
+                line = None
+            assert line is not None, (self.lines, self.stop())  # it ended, or said nothing
+            self.lines.append(line)
+
+    def _read(self, printed: queue.Queue[str | None]) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            printed.put(line.rstrip("\n"))
+        printed.put(None)
 
     def variables(self) -> dict[str, str]:
         """What the printed lines set, as a shell that evaluates them would have it."""
@@ -177,13 +188,40 @@ def test_rma_itself_runs_on_the_printed_variables(served: list[Served], tmp_path
     assert emulator.stop(signal.SIGTERM)[0] == 0
 
 
+def _two_free_ports() -> int:
+    """A port N with N + 1 free too, as far as binding them now tells."""
+    while True:
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = int(first.getsockname()[1])
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+
+
 def test_a_fixed_port_is_served_and_a_taken_one_refused(
     served: list[Served], tmp_path: Path
 ) -> None:
-    first = Served("--provider", "openai", "--port", "0")
-    served.append(first)
-    url = first.variables()["OPENAI_BASE_URL"]
-    port = int(url.split(":")[2].split("/")[0])
+    pytest.importorskip("boto3")
+    port = _two_free_ports()
+    emulator = Served("--provider", "agentcore", "--port", str(port))
+    served.append(emulator)
+    variables = emulator.variables()
+    assert variables["AWS_ENDPOINT_URL_BEDROCK_AGENTCORE"] == f"http://127.0.0.1:{port}"
+    control = variables["AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL"]
+    assert control == f"http://127.0.0.1:{port + 1}"
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), **variables}
+    child = subprocess.run(  # signed for the named ports, checked by the emulator behind them
+        [sys.executable, "-c", textwrap.dedent(AGENTCORE_SDK)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    assert "Let me look up both cities." in child.stdout
     taken = subprocess.run(
         [sys.executable, "-m", "req_managed_agents", "emulator", "--port", str(port)],
         capture_output=True,
@@ -191,8 +229,8 @@ def test_a_fixed_port_is_served_and_a_taken_one_refused(
         timeout=60,
     )
     assert taken.returncode == 2, taken.stderr
-    assert f"port {port}" in taken.stderr
-    assert taken.stderr.startswith("rma: ")
+    assert taken.stderr.startswith(f"rma: cannot serve on port {port}")
+    assert emulator.stop(signal.SIGTERM)[0] == 0
 
 
 def test_a_script_file_that_does_not_hold_a_script_is_a_usage_error(
