@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 # Imported for its effect: it registers the notebook renderers the value types call.
 from req_managed_agents.display import _notebook  # noqa: F401
+from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.errors import (
     AmbiguousRunError,
     APIError,
@@ -58,6 +59,7 @@ from req_managed_agents.errors import (
     UnknownTagError,
     UnresolvedRequiresActionError,
 )
+from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.model._stream import (
     ConfirmationAnswered,
     MessageDone,
@@ -222,6 +224,9 @@ __all__ = [
     "OpenAIAgents",
     "Outcome",
     "PartialPruneError",
+    "Progress",
+    "ProgressCallback",
+    "ProgressLine",
     "ProviderStreamError",
     "ProvisioningError",
     "RateLimitError",

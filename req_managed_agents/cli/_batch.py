@@ -21,6 +21,7 @@ from req_managed_agents.cli._common import (
 )
 from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
 from req_managed_agents.cli._run import load_handler
+from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.tools._registry import Tools
 
 __all__ = ["add_command", "run_command"]
@@ -62,7 +63,8 @@ def add_command(commands: Any) -> None:
 
 
 def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
-    """Run ``rma batch``: 0 when every prompt succeeded, 1 when some failed."""
+    """Run ``rma batch``: 0 when every prompt succeeded, 1 when some failed. ``err`` is
+    where progress goes (default: standard error)."""
     from req_managed_agents.drivers._batch import read_prompts, run_batch
     from req_managed_agents.errors import ConfigurationError
 
@@ -76,15 +78,18 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
     except ConfigurationError as exc:
         raise CliError(str(exc), hint="rma batch --help describes the input") from None
     handler = load_handler(args.tools) if args.tools else Tools()
-    shown = err if err is not None else (sys.stderr if sys.stderr.isatty() else None)
-    with open_provider(args.provider, aws_region(args), args.profile) as provider:
+    with (
+        open_provider(args.provider, aws_region(args), args.profile) as provider,
+        ProgressLine(err) as line,
+        line.showing_logs(),
+    ):
         outcomes = run_batch(
             provider,
             items,
             handler=handler,
             max_workers=args.workers,
             output=args.output,
-            progress=shown,
+            progress=line,
             timeout=args.timeout,
             **connect,
         )

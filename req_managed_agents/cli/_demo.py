@@ -1,11 +1,13 @@
 """``rma demo``: one session whose tool runs on this machine, end to end.
 
-With no agent named it runs against the built-in emulator (a real HTTP server on loopback
-playing a scripted agent), so it works on a fresh clone with no network. Given
-``--agent-id``/``--environment-id`` (with ``ANTHROPIC_API_KEY``) or ``--harness-arn`` it runs
-the same code against the real service; the agent must declare a custom tool
-``get_weather(city: str)``. The emulators play a fixed script, so ``--prompt`` only applies
-to a real agent, and ``--turn-delay`` only to the emulators.
+With no agent named it runs against the built-in emulator of ``--provider`` (claude,
+claude-bedrock, agentcore or openai: a real HTTP server on loopback playing a scripted
+agent, the one ``rma emulator`` serves), so it works on a fresh clone with no network. Given
+an agent (``--agent-id``; for Claude with ``--environment-id``, a sandbox ARN on Bedrock) or
+``--harness-arn``, it runs the same code against the real service with the environment's
+credentials; the agent must declare a custom tool ``get_weather(city: str)``. The emulators
+play a fixed script, so ``--prompt`` only applies to a real agent, and ``--turn-delay`` only
+to the emulators.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from req_managed_agents.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_TIMEOUT,
-    PROVIDERS,
+    RUN_PROVIDERS,
     CliError,
     harness_region,
     non_negative_seconds,
     open_provider,
     positive_seconds,
     refuse,
+    sandbox_region,
 )
+from req_managed_agents.cli._emulator import TITLES, emulated
 from req_managed_agents.errors import SessionTimeoutError
 from req_managed_agents.model._vocabulary import SessionResult
 from req_managed_agents.tools._registry import Tools
@@ -56,11 +60,14 @@ def add_command(commands: Any) -> None:
         "demo",
         help="run a session whose tool runs locally (built-in emulator unless told otherwise)",
         description="Run one agent session that calls a local tool, get_weather(city), "
-        "streaming the agent's text. Without --agent-id/--environment-id or --harness-arn it "
+        "streaming the agent's text. Without --agent-id or --harness-arn it "
         "runs on a built-in emulator playing a fixed script (no credentials, no network).",
     )
     parser.add_argument(
-        "--provider", choices=PROVIDERS, default="claude", help="which service to emulate or use"
+        "--provider",
+        choices=RUN_PROVIDERS,
+        default="claude",
+        help="which runtime to emulate or use",
     )
     parser.add_argument(
         "--prompt",
@@ -69,11 +76,14 @@ def add_command(commands: Any) -> None:
     parser.add_argument(
         "--agent-id",
         metavar="ID",
-        help="a real Claude agent declaring get_weather (with --environment-id and "
-        "ANTHROPIC_API_KEY)",
+        help="a real agent declaring get_weather: Claude (with --environment-id and "
+        "ANTHROPIC_API_KEY; on Bedrock a sandbox ARN and AWS credentials) or OpenAI "
+        "(OPENAI_API_KEY)",
     )
     parser.add_argument(
-        "--environment-id", metavar="ID", help="a real Claude environment (with --agent-id)"
+        "--environment-id",
+        metavar="ID",
+        help="a real Claude environment, or on Bedrock a sandbox ARN (with --agent-id)",
     )
     parser.add_argument(
         "--harness-arn",
@@ -102,12 +112,7 @@ def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     status = sys.stderr if sys.stderr.isatty() else None
     real = _check_flags(args)
     try:
-        if args.provider == "agentcore":
-            result = _run_agentcore(args, out, status, real)
-        elif real:
-            result = _run_claude(args, out, status)
-        else:
-            result = _run_claude_emulator(args, out, status)
+        result = _run_real(args, out, status) if real else _run_emulated(args, out, status)
     except SessionTimeoutError as exc:
         raise CliError(str(exc), hint="raise --timeout", code=EXIT_TIMEOUT) from None
     _summarise(result, out)
@@ -116,20 +121,29 @@ def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def _check_flags(args: argparse.Namespace) -> bool:
     """Whether the demo runs against a real agent; flags that do not apply are refused."""
-    if args.provider == "agentcore":
+    provider = args.provider
+    if provider == "agentcore":
         refuse(
             args,
             ["agent_id", "environment_id"],
-            "is a Claude option; it does not apply with --provider agentcore",
-            "drop it, or use --provider claude",
+            "does not apply with --provider agentcore (the harness is the agent)",
+            "name the harness with --harness-arn, or use another --provider",
         )
         real = args.harness_arn is not None
     else:
         refuse(args, ["harness_arn"], "needs --provider agentcore", "add --provider agentcore")
-        if bool(args.agent_id) != bool(args.environment_id):
+        if provider == "openai":
+            refuse(
+                args,
+                ["environment_id"],
+                "does not apply with --provider openai (the agent's session needs none)",
+                "drop it",
+            )
+        elif bool(args.agent_id) != bool(args.environment_id):
+            where = "a sandbox ARN" if provider == "claude-bedrock" else "ANTHROPIC_API_KEY"
             raise CliError(
                 "a real Claude agent needs both --agent-id and --environment-id",
-                hint="give both (and ANTHROPIC_API_KEY), or neither for the built-in emulator",
+                hint=f"give both (and {where}), or neither for the built-in emulator",
             )
         real = args.agent_id is not None
     if real:
@@ -144,7 +158,7 @@ def _check_flags(args: argparse.Namespace) -> bool:
             args,
             ["prompt"],
             "only applies to a real agent: the built-in emulator plays a fixed script",
-            "drop --prompt, or name a real agent with --agent-id/--environment-id or --harness-arn",
+            "drop --prompt, or name a real agent with --agent-id or --harness-arn",
         )
     return real
 
@@ -165,71 +179,34 @@ def _show(
     raise AssertionError("a stream always ends with its SessionResult")
 
 
-def _script(turn: Any, call: Any, delay: float) -> list[Any]:
-    """The scripted agent of both emulators: look up two cities, then report."""
-    return [
-        turn(
-            text="Let me look up both cities.",
-            tool_calls=[call("get_weather", city="Paris"), call("get_weather", city="Tokyo")],
-            usage=(412, 58),
-            delay=delay,
-        ),
-        turn(
-            text=lambda results: "Here is the weather: " + "; ".join(results) + ".",
-            usage=(530, 41),
-            delay=delay,
-        ),
-    ]
-
-
-def _run_claude(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> SessionResult:
-    with open_provider("claude") as provider:
-        out.write(f"Running against the Claude Managed Agents API at {provider.client.base_url}.\n")
-        return _show(
-            provider,
-            args,
-            out,
-            status,
-            agent_id=args.agent_id,
-            environment_id=args.environment_id,
-        )
-
-
-def _run_claude_emulator(
-    args: argparse.Namespace, out: TextIO, status: TextIO | None
-) -> SessionResult:
-    from req_managed_agents.testing import ClaudeEmulator, Turn, call
-
-    with ClaudeEmulator(_script(Turn, call, args.turn_delay or 0.0)) as emulator:
-        out.write(f"Running against the built-in emulator at {emulator.base_url} (no network).\n")
-        agent_id = emulator.add_agent(name="weather-demo")
-        environment_id = emulator.add_environment(name="demo-env")
-        with emulator.provider() as provider:
-            return _show(
-                provider, args, out, status, agent_id=agent_id, environment_id=environment_id
-            )
-
-
-def _run_agentcore(
-    args: argparse.Namespace, out: TextIO, status: TextIO | None, real: bool
-) -> SessionResult:
-    if real:
+def _run_real(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> SessionResult:
+    """The demo against the service, with the agent (or harness) the flags name."""
+    kind: str = args.provider
+    connect: dict[str, Any] = {"agent_id": args.agent_id}
+    region = None
+    if kind == "agentcore":
         region = harness_region(args.harness_arn, None)
-        with open_provider("agentcore", region) as provider:
-            out.write("Running against Bedrock AgentCore.\n")
-            return _show(
-                provider, args, out, status, harness_arn=args.harness_arn, tools=demo_tools()
-            )
-    from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
+        connect = {"harness_arn": args.harness_arn, "tools": demo_tools()}
+    elif kind != "openai":
+        connect["environment_id"] = args.environment_id
+        if kind == "claude-bedrock":
+            region = sandbox_region(args.environment_id, None)
+    with open_provider(kind, region) as provider:
+        where = getattr(getattr(provider, "client", None), "base_url", None)
+        out.write(f"Running against {TITLES[kind]}{f' at {where}' if where else ''}.\n")
+        return _show(provider, args, out, status, **connect)
 
-    with AgentCoreEmulator(_script(ConverseTurn, call, args.turn_delay or 0.0)) as emulator:
+
+def _run_emulated(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> SessionResult:
+    """The demo on the built-in emulator of ``--provider``."""
+    with emulated(args.provider, delay=args.turn_delay or 0.0) as running:
+        url = next(v for v in running.variables.values() if v.startswith("http://"))
         out.write(
-            f"Running against the built-in AgentCore emulator at {emulator.data_url} "
-            "(SigV4-signed, no network).\n"
+            f"Running against the built-in emulator of {TITLES[args.provider]} at {url} "
+            "(no network).\n"
         )
-        harness_arn = emulator.add_harness(name="weather_demo")
-        with emulator.provider() as provider:
-            return _show(provider, args, out, status, harness_arn=harness_arn)
+        with running.emulator.provider() as provider:
+            return _show(provider, args, out, status, **running.connect)
 
 
 def _summarise(result: SessionResult, out: TextIO) -> None:

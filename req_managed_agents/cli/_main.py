@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         _artifacts,
         _batch,
         _demo,
+        _emulator,
         _harnesses,
         _provisioning,
         _run,
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     _demo.add_command(commands)
+    _emulator.add_command(commands)
     _run.add_command(commands)
     _batch.add_command(commands)
     _provisioning.add_commands(commands)
@@ -149,6 +151,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents.cli._demo import run_demo
 
         return run_demo(args)
+    if args.command == "emulator":
+        from req_managed_agents.cli._emulator import run_command as run_emulator_command
+
+        return run_emulator_command(args)
     if args.command == "run":
         from req_managed_agents.cli._run import run_command
 

@@ -34,6 +34,7 @@ from req_managed_agents.cli._common import (
     sandbox_region,
 )
 from req_managed_agents.cli._spec import SPEC_HELP, load_spec
+from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.errors import ManagedAgentsError
 
 __all__ = ["COMMANDS", "add_commands", "run_command"]
@@ -276,6 +277,8 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
     with (
         open_provider(args.provider, region, args.profile) as provider,
         _refused_values(_SPEC_HINT),
+        ProgressLine() as line,
+        line.showing_logs(),
     ):
         handle = provisioner.provision(
             provider,
@@ -283,6 +286,7 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
             environment=environment,
             store=store,
             execution_role_arn=args.execution_role_arn,
+            progress=line,
         )
     return asdict(handle)
 

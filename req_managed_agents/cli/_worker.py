@@ -2,8 +2,10 @@
 
 It polls the environment's work queue and serves each session: the agent's built-in tool
 calls run in ``<workdir>/<session_id>`` (``bash`` inside bubblewrap where it works), custom
-tools through ``--tools``. One line per work item goes to standard output as it is done.
-SIGTERM or Ctrl-C stops it after releasing what it serves (exit 0, or 130 for Ctrl-C).
+tools through ``--tools``. One line per work item goes to standard output as it is done;
+how the worker stands (sessions served, what it waits for, items done, time) is a live line
+on standard error when that is a terminal, plain lines when it is not. SIGTERM or Ctrl-C
+stops it after releasing what it serves (exit 0, or 130 for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from req_managed_agents.cli._common import (
     positive_int,
     positive_seconds,
 )
+from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.errors import AuthenticationError, ConfigurationError, NotFoundError
 
 __all__ = ["add_command", "run_command"]
@@ -138,6 +141,11 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Serve until SIGTERM (exit 0) or Ctrl-C (exit 130)."""
     out = out if out is not None else sys.stdout
     key = _environment_key(args.environment_key_file)
+    with ProgressLine() as line, line.showing_logs():
+        return _serve(args, key, out, line)
+
+
+def _serve(args: argparse.Namespace, key: str, out: TextIO, line: ProgressLine) -> int:
     from req_managed_agents.cli._run import load_handler
     from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS
@@ -153,11 +161,11 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     def report(item: WorkItemReport) -> None:
         detail = f"{item.detail}; " if item.detail else ""
-        out.write(
+        line.write_line(
             f"{item.work_id} session {item.session_id}: {item.outcome} ({detail}"
-            f"{item.runs} runs, {item.tool_calls} tool calls, {item.duration:.1f} s)\n"
+            f"{item.runs} runs, {item.tool_calls} tool calls, {item.duration:.1f} s)",
+            out,
         )
-        out.flush()
 
     # The worker acts with the environment key and each item's token only, so the provider
     # is built on the environment key: a worker host needs no API key.
@@ -178,13 +186,12 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             worker_id=args.worker_id,
             tool_timeout=args.tool_timeout,
             on_item=report,
+            progress=line,
         )
         sandbox = worker.settings.sandbox or "the --tools handler"
-        print(
+        line.write_line(
             f"rma worker: serving {args.environment_id} in {worker.settings.workdir} "
-            f"(bash: {sandbox}); SIGTERM or Ctrl-C stops it",
-            file=sys.stderr,
-            flush=True,
+            f"(bash: {sandbox}); SIGTERM or Ctrl-C stops it"
         )
         try:
             received = worker.serve_forever()
@@ -196,7 +203,8 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
             ) from None
         except NotFoundError as exc:
             raise CliError(str(exc), hint="check --environment-id", code=EXIT_API) from None
-    print("rma worker: stopped; every served item released", file=sys.stderr, flush=True)
+    line.close()
+    line.write_line("rma worker: stopped; every served item released")
     return EXIT_INTERRUPTED if received == signal.SIGINT else EXIT_OK
 
 

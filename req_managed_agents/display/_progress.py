@@ -1,8 +1,9 @@
 """What ``verbose=True`` shows while a run goes on: its text, and one line of progress.
 
 The agent's text is written as it arrives, a blank line between two messages. The progress
-line - which turn, how many tools are running, how the run ended - is one line updated in
-place, and it never overwrites text:
+line - which turn, how many tools are running, the time since the run began, how the run
+ended - is one line updated in place (as the run's events come), and it never overwrites
+text:
 
 * on a terminal, it lives on stderr's last line, drawn only where a line starts: text that
   comes next first erases it (``\\r\\033[K``) and is written from that column; while a line of
@@ -23,6 +24,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from req_managed_agents.model._progress import format_elapsed
 from req_managed_agents.model._stream import (
     MessageDone,
     StreamItem,
@@ -33,7 +35,7 @@ from req_managed_agents.model._stream import (
 )
 from req_managed_agents.model._vocabulary import SessionResult
 
-__all__ = ["Progress"]
+__all__ = ["VerboseDisplay"]
 
 # A notebook display is redrawn at most this often while text streams (each redraw sends
 # the whole text to the browser), and never more often than to spend a tenth of the time
@@ -42,11 +44,12 @@ NOTEBOOK_REDRAW_SECONDS = 0.1
 NOTEBOOK_REDRAW_SHARE = 0.1
 
 
-class Progress:
+class VerboseDisplay:
     """Shows one run (used from the session's worker thread only). ``out`` and ``err`` are
     where text and the progress line go (stdout and stderr by default)."""
 
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        self._started = time.monotonic()
         self._turn = 1
         self._running = 0
         self._tools_of: int | None = None  # the turn whose tools are running
@@ -80,7 +83,8 @@ class Progress:
         """The last word of the line: how the run ended."""
         self._view.close(
             f"{result.terminal} after {result.turns} turn(s), "
-            f"{len(result.tool_uses)} tool call(s), {result.usage.total_tokens} tokens"
+            f"{len(result.tool_uses)} tool call(s), {result.usage.total_tokens} tokens, "
+            f"{format_elapsed(time.monotonic() - self._started)}"
         )
 
     def _next_turn(self) -> None:
@@ -90,7 +94,7 @@ class Progress:
 
     def _line(self) -> str:
         tools = f", {self._running} tool(s) running" if self._running else ""
-        return f"turn {self._turn}{tools}"
+        return f"turn {self._turn}{tools}, {format_elapsed(time.monotonic() - self._started)}"
 
 
 class _View:

@@ -24,6 +24,10 @@ the one that hit it - for the server's ``retry-after`` (up to a minute; a longer
 the prompt) or a growing backoff, then the prompt goes on in the same session. Ctrl-C ends
 the pause at once. A prompt that fails is recorded with its error and its session id and
 never stops the others.
+
+``progress`` hears how the batch stands - prompts running, failed, done of all - on the
+calling thread, each time a prompt finishes and at least every second (``PROGRESS_TICK``)
+while it waits for them.
 """
 
 from __future__ import annotations
@@ -32,17 +36,17 @@ import hashlib
 import json
 import os
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError, RateLimitError
+from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.model._vocabulary import SessionResult
 from req_managed_agents.stores import FileStore
 from req_managed_agents.tools._handler import Handler, describe_exception
@@ -57,6 +61,8 @@ __all__ = ["BatchItem", "BatchOutcome", "content_id", "read_prompts", "run_batch
 RATE_LIMITED = RetryPolicy(max_retries=5, base=2.0, cap=60.0, max_retry_after=60.0)
 # How often a paused worker looks whether the pool may resume.
 POOL_PAUSE_POLL = RetryPolicy.poll(1.0)
+# How often the calling thread, waiting for prompts to finish, reports to ``progress``.
+PROGRESS_TICK = RetryPolicy.poll(1.0)
 _log = get_logger(__name__)
 
 
@@ -149,7 +155,7 @@ def run_batch(
     handler: Handler,
     max_workers: int = 4,
     output: str | Path | None = None,
-    progress: TextIO | None = None,
+    progress: ProgressCallback | None = None,
     timeout: float | None = None,
     **options: Any,
 ) -> list[BatchOutcome]:
@@ -160,8 +166,10 @@ def run_batch(
     ``max_turns``, ``ledger``, ...), a :class:`BatchItem`'s own ``options`` on top. With
     ``output``, each outcome is appended to that JSON Lines file as it comes, prompts that
     already succeeded there are skipped (their outcomes come back with only their ``id``),
-    and the others continue their sessions (see the module docs). ``progress`` gets a
-    one-line progress display; by default stderr when it is a terminal.
+    and the others continue their sessions (see the module docs). ``progress`` is called
+    on this thread with a :class:`~req_managed_agents.Progress` as prompts finish and every
+    second meanwhile (``ProgressLine()`` shows it as ``rma batch`` does); what it raises
+    stops the batch as Ctrl-C does.
     """
     if max_workers < 1:
         raise ConfigurationError("max_workers must be at least 1")
@@ -177,7 +185,6 @@ def run_batch(
         items.append(item)
     done = _read_output(output) if output is not None else {}
     todo = [item for item in items if item.id not in done]
-    shown = progress if progress is not None else (sys.stderr if sys.stderr.isatty() else None)
     if options.get("ledger") is None:
         options["ledger"] = ToolLedger(FileStore(f"{output}.state") if output else None)
     # A batch without an output is never resumed: its keys name this call only.
@@ -201,7 +208,7 @@ def run_batch(
     for item in items:  # what a killed run may have left of the prompts done before
         if item.id in done:
             let_go(item, done[item.id])
-    batch = _Batch(len(items), len(items) - len(todo), shown, output, let_go)
+    batch = _Batch(len(items), len(items) - len(todo), output, let_go)
 
     def run_one(item: BatchItem) -> SessionResult:
         from req_managed_agents.drivers._session import Session
@@ -218,7 +225,9 @@ def run_batch(
 
     pool = ThreadPoolExecutor(max_workers, thread_name_prefix="rma-batch")
     try:
-        outcomes = {o.id: o for o in pool.map(lambda i: batch.run(i, run_one), todo)}
+        futures = [pool.submit(batch.run, item, run_one) for item in todo]
+        _wait_reporting(futures, batch, progress)
+        outcomes = {o.id: o for o in (future.result() for future in futures)}
     except BaseException:
         # Ctrl-C: start nothing more and stop what runs (remote turns included); each is
         # recorded as cancelled, so the next run of the batch continues it.
@@ -234,21 +243,13 @@ def run_batch(
 class _Batch:
     """The state the workers share: the pool-wide pause, the output file, the counts."""
 
-    def __init__(
-        self,
-        total: int,
-        skipped: int,
-        progress: TextIO | None,
-        output: str | Path | None,
-        let_go: LetGo,
-    ) -> None:
+    def __init__(self, total: int, skipped: int, output: str | Path | None, let_go: LetGo) -> None:
         self._lock = threading.Lock()
         self._let_go = let_go
         self._total = total
         self._finished = skipped
         self._failed = 0
         self._started = time.monotonic()
-        self._progress = progress
         self._resume_at = 0.0
         self._sessions: set[Any] = set()
         self._session_ids: dict[str, str] = {}
@@ -283,7 +284,6 @@ class _Batch:
             if self._output is not None:
                 self._output.write(json.dumps(outcome.record(), ensure_ascii=False) + "\n")
                 self._output.flush()
-            self._show()
         if outcome.result is not None and self._recorded():
             self._let_go(item, outcome.result.session_id)
         return outcome
@@ -343,22 +343,35 @@ class _Batch:
                 return
             self._stopping.wait(min(wait, POOL_PAUSE_POLL.delay(0)))
 
-    def _show(self) -> None:
-        if self._progress is None:
-            return
-        elapsed = max(time.monotonic() - self._started, 1e-9)
-        failed = f", {self._failed} failed" if self._failed else ""
-        self._progress.write(
-            f"\r\033[K[{self._finished}/{self._total}{failed}, {self._finished / elapsed:.1f}/s]"
-        )
-        self._progress.flush()
+    def progress(self) -> Progress:
+        """Where the batch stands now."""
+        with self._lock:
+            failed = f", {self._failed} failed" if self._failed else ""
+            return Progress(
+                f"batch: {len(self._sessions)} running{failed}",
+                time.monotonic() - self._started,
+                self._finished,
+                self._total,
+                "prompt done",
+            )
 
     def close(self) -> None:
         if self._output is not None and not self._output.closed:
             self._output.close()
-        if self._progress is not None:
-            self._progress.write("\n")
-            self._progress.flush()
+
+
+def _wait_reporting(
+    futures: list[Future[BatchOutcome]], batch: _Batch, progress: ProgressCallback | None
+) -> None:
+    """Wait for every prompt, telling ``progress`` how the batch stands as each finishes
+    and at every ``PROGRESS_TICK`` meanwhile."""
+    pending: set[Future[BatchOutcome]] = set(futures)
+    while True:
+        if progress is not None:
+            progress(batch.progress())
+        if not pending:
+            return
+        _, pending = wait(pending, timeout=PROGRESS_TICK.delay(0), return_when=FIRST_COMPLETED)
 
 
 def _open_for_append(path: Path) -> TextIO:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from req_managed_agents.display._progress import Progress
+from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.model._stream import StreamItem, TextDelta, TextTracker, TurnEnded
 from req_managed_agents.model._vocabulary import (
@@ -49,7 +49,7 @@ class Run:
     # ``on_text(text, new_message)``: see :func:`~req_managed_agents.drivers._options.text_sink`.
     on_text: Callable[[str, bool], None] | None = None
     items: queue.Queue[StreamItem | _Done] | None = None
-    progress: Progress | None = None
+    progress: VerboseDisplay | None = None
     terminal_tool: str | None = None
     # Events of finished turns (each turn's authoritative record), and those delivered live
     # since the last turn ended; a cancelled run reports both.

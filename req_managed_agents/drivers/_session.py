@@ -17,7 +17,7 @@ from concurrent.futures import wait as wait_for_futures
 from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
-from req_managed_agents.display._progress import Progress
+from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
@@ -290,7 +290,7 @@ class Session:
                 on_text=self._settings.text_sink,
                 items=items,
                 terminal_tool=self._settings.terminal_tool,
-                progress=Progress() if self._settings.verbose else None,
+                progress=VerboseDisplay() if self._settings.verbose else None,
             )
             self._run = run
             # In the caller's context: the run's telemetry and spans join the caller's trace.

@@ -15,6 +15,7 @@ from req_managed_agents.errors import (
     NotFoundError,
     ProvisioningError,
 )
+from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.providers.agentcore._harness import poll_interval_for
 from req_managed_agents.provisioner._environments import EnvironmentHandle
 from req_managed_agents.provisioner._handles import HarnessHandle, forget, from_record, remember
@@ -24,7 +25,7 @@ from req_managed_agents.provisioner._specs import AgentSpec, EnvironmentSpec
 from req_managed_agents.provisioner._targets import agentcore_client
 from req_managed_agents.stores import Store
 from req_managed_agents.stores._base import store_lock
-from req_managed_agents.transport._backoff import RetryPolicy
+from req_managed_agents.transport._backoff import RetryPolicy, pause
 
 __all__ = ["DEFAULT_HARNESS_TIMEOUT", "harness_body", "provision_harness"]
 
@@ -89,6 +90,7 @@ def provision_harness(
     execution_role_arn: str | None,
     timeout: float,
     endpoint_name: str,
+    progress: ProgressCallback | None = None,
 ) -> HarnessHandle:
     from req_managed_agents.providers.agentcore import create_harness_and_wait, wait_until_ready
     from req_managed_agents.providers.agentcore.api._endpoints import check_endpoint_name
@@ -116,8 +118,8 @@ def provision_harness(
                 return cached
             if status in (None, "DELETING"):
                 forget(store, cached)  # deleted elsewhere: a fresh one is made below
-        wait = functools.partial(wait_until_ready, endpoint_name=endpoint_name)
-        harness = _adopt_harness(client, name, deadline, wait)
+        wait = functools.partial(wait_until_ready, endpoint_name=endpoint_name, progress=progress)
+        harness = _adopt_harness(client, name, deadline, wait, progress)
         if harness is None:
             request = {"harnessName": name, **body}
             try:
@@ -126,9 +128,10 @@ def provision_harness(
                     request,
                     timeout=max(0.001, deadline - time.monotonic()),
                     endpoint_name=endpoint_name,
+                    progress=progress,
                 )
             except ConflictError:
-                harness = _adopt_harness(client, name, deadline, wait)
+                harness = _adopt_harness(client, name, deadline, wait, progress)
                 if harness is None:
                     raise ProvisioningError(
                         f"harness name {name!r} conflicts but is not listed"
@@ -154,28 +157,36 @@ def _harness_status(client: Any, harness_id: str, deadline: float) -> str | None
 
 
 def _adopt_harness(
-    client: Any, name: str, deadline: float, wait_until_ready: Any
+    client: Any,
+    name: str,
+    deadline: float,
+    wait_until_ready: Any,
+    progress: ProgressCallback | None,
 ) -> dict[str, Any] | None:
     """An existing harness of this name brought to READY, or None when there is none (a
     harness still being deleted is waited out first, since a create would conflict)."""
     polls = 0
+    started = time.monotonic()
     while True:
         match = next((h for h in client.list_harnesses() if h.get("harnessName") == name), None)
         if match is None:
             return None
         status = match.get("status")
         if status == "DELETING":
-            pause = HARNESS_GONE_POLL.delay(polls)
+            seconds = HARNESS_GONE_POLL.delay(polls)
             polls += 1
-            if time.monotonic() + pause > deadline:
+            if time.monotonic() + seconds > deadline:
                 raise HarnessDeletingError(
                     str(match.get("harnessId")),
                     status,
-                    elapsed=0.0,
-                    polls=0,
+                    elapsed=time.monotonic() - started,
+                    polls=polls,
                     detail="is still being deleted and the budget ran out",
                 )
-            time.sleep(pause)
+            if progress is not None:
+                what = f"waiting for the harness {name} being deleted to be gone"
+                progress(Progress(what, time.monotonic() - started, polls, unit="poll"))
+            pause(seconds)
             continue
         if not status:
             return None

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from req_managed_agents.errors import NotFoundError
+from req_managed_agents.model._progress import ProgressCallback
 from req_managed_agents.provisioner._claude import (
     DEFAULT_CLAUDE_ENVIRONMENT,
     bedrock_agent_body,
@@ -88,6 +89,7 @@ def provision(
     execution_role_arn: str | None = None,
     timeout: float = DEFAULT_HARNESS_TIMEOUT,
     endpoint_name: str = "DEFAULT",
+    progress: ProgressCallback | None = None,
 ) -> Handle:
     """The provider resources for ``spec``, reused when they exist, created when not.
 
@@ -99,7 +101,10 @@ def provision(
     (``harness=``) and needs
     ``execution_role_arn``; ``timeout`` bounds the whole harness provision, which returns
     once the harness and its endpoint ``endpoint_name`` (which sessions started from the
-    handle invoke) are both ``READY``.
+    handle invoke) are both ``READY``. ``progress`` hears where that wait stands at each
+    poll (a :class:`~req_managed_agents.Progress`, on this thread; what it raises ends the
+    wait, and a harness this call created is deleted again). Claude and OpenAI resources
+    take no wait to report.
     """
     if not isinstance(spec, AgentSpec):
         raise TypeError("provision needs an AgentSpec")
@@ -121,7 +126,14 @@ def provision(
         )
     if is_agentcore(provider):
         return provision_harness(
-            provider, spec, environment, store, execution_role_arn, timeout, endpoint_name
+            provider,
+            spec,
+            environment,
+            store,
+            execution_role_arn,
+            timeout,
+            endpoint_name,
+            progress,
         )
     return provision_claude(provider, spec, environment, store)
 

@@ -7,8 +7,9 @@ directories), the working directory read-write at its own path, and a fresh ``/t
 network too, unless ``network=True`` - drops every capability (bwrap run by root keeps
 them otherwise), dies with its parent and starts a new session, so the command cannot
 type into our terminal. Whether bwrap works is found by running it once (containers
-often forbid the user namespaces it needs); ``"auto"`` falls back to running unconfined,
-and says so loudly.
+often forbid the user namespaces it needs); ``"auto"`` falls back to running unconfined.
+:func:`choose_sandbox` says why (``Sandbox.unconfined_because``); telling a person is its
+caller's part, once: a toolset built alone warns, a worker logs once for all its sessions.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.transport._redact import get_logger
 
-__all__ = ["SANDBOXES", "Sandbox", "UnsandboxedWarning", "choose_sandbox", "shell_path"]
-
-logger = get_logger(__name__)
+__all__ = [
+    "SANDBOXES",
+    "Sandbox",
+    "UnsandboxedWarning",
+    "choose_sandbox",
+    "shell_path",
+    "unconfined_message",
+]
 
 SANDBOXES = ("auto", "bwrap", "none")
 PROBE_TIMEOUT = 10.0
@@ -56,6 +60,9 @@ ETC_ENTRIES = (
     "timezone",
 )
 """What of ``/etc`` the sandbox shows: name lookups, certificates, the dynamic linker."""
+NAMESPACE_REFUSALS = ("namespace", "uid map", "unshare")
+"""Words of bwrap's complaint when the system refuses it a user namespace (a container
+without them, ``kernel.unprivileged_userns_clone=0``, Ubuntu's AppArmor restriction)."""
 
 
 class UnsandboxedWarning(RuntimeWarning):
@@ -65,11 +72,12 @@ class UnsandboxedWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The mode in effect (``"bwrap"`` or ``"none"``) and the words that put a command
-    into it (empty when unconfined)."""
+    """The mode in effect (``"bwrap"`` or ``"none"``), the words that put a command into it
+    (empty when unconfined) and, unconfined, why."""
 
     mode: Literal["bwrap", "none"]
     prefix: tuple[str, ...]
+    unconfined_because: str = ""
 
 
 def shell_path() -> str:
@@ -82,15 +90,23 @@ def choose_sandbox(sandbox: str, workdir: str, *, network: bool) -> Sandbox:
     if sandbox not in SANDBOXES:
         raise ConfigurationError(f"sandbox must be one of {', '.join(SANDBOXES)}, not {sandbox!r}")
     if sandbox == "none":
-        _warn_unconfined("sandbox='none' was asked for")
-        return Sandbox("none", ())
+        return Sandbox("none", (), "sandbox='none' was asked for")
     prefix, problem = _bwrap_prefix(workdir, network=network)
     if problem is None:
         return Sandbox("bwrap", prefix)
     if sandbox == "bwrap":
         raise ConfigurationError(f"sandbox='bwrap' cannot be used: {problem}")
-    _warn_unconfined(f"the bwrap sandbox is unavailable ({problem})")
-    return Sandbox("none", ())
+    return Sandbox("none", (), problem)
+
+
+def unconfined_message(who: str, why: str) -> str:
+    """What a person is told, once, when ``who`` runs bash unconfined ``why``."""
+    return (
+        f"{who} runs bash UNCONFINED because {why}: the agent's commands can read and write "
+        "anything this process can, and reach the network. Confine it with bubblewrap where "
+        "user namespaces are allowed, or run this process inside a container or VM you are "
+        "willing to lose."
+    )
 
 
 def bwrap_arguments(bwrap: str, workdir: str, *, network: bool) -> list[str]:
@@ -132,16 +148,11 @@ def _bwrap_prefix(workdir: str, *, network: bool) -> tuple[tuple[str, ...], str 
     if trial.returncode != 0:
         said = trial.stderr.decode("utf-8", errors="replace").strip().splitlines()
         reason = said[-1][:200] if said else f"exit status {trial.returncode}"
-        return (), f"a trial run failed: {reason}"
+        if any(word in reason.lower() for word in NAMESPACE_REFUSALS):
+            return (), (
+                f"bwrap is installed but this system refuses it the user namespaces it needs "
+                f"({reason}; allow them with sysctl kernel.unprivileged_userns_clone=1 or, on "
+                "Ubuntu 24.04 and later, an AppArmor profile for bwrap)"
+            )
+        return (), f"a trial run of bwrap failed: {reason}"
     return prefix, None
-
-
-def _warn_unconfined(why: str) -> None:
-    message = (
-        f"AgentToolset runs bash UNCONFINED because {why}: the agent's commands can read "
-        "and write anything this process can, and reach the network. Install bubblewrap "
-        "where unprivileged user namespaces are allowed, or run the worker inside a "
-        "container or VM you are willing to lose."
-    )
-    logger.warning(message)
-    warnings.warn(message, UnsandboxedWarning, stacklevel=4)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
@@ -22,7 +23,12 @@ from req_managed_agents.toolset._failure import ToolFailure, describe_os_error
 from req_managed_agents.toolset._files import FileTools
 from req_managed_agents.toolset._limits import DEFAULT_SHELL_LIMITS, ShellLimits, shell_launch
 from req_managed_agents.toolset._paths import Workdir
-from req_managed_agents.toolset._sandbox import choose_sandbox, shell_path
+from req_managed_agents.toolset._sandbox import (
+    UnsandboxedWarning,
+    choose_sandbox,
+    shell_path,
+    unconfined_message,
+)
 from req_managed_agents.toolset._search import GREP_TIMEOUT, SearchTools
 from req_managed_agents.transport._redact import get_logger
 
@@ -57,7 +63,9 @@ class AgentToolset:
       :class:`~req_managed_agents.ConfigurationError` saying why it cannot; ``"none"``
       runs it unconfined; ``"auto"`` (the default) uses bwrap when a trial run works,
       else runs unconfined. Unconfined, it warns once, with
-      :class:`UnsandboxedWarning`. ``sandbox`` then tells which is in effect.
+      :class:`UnsandboxedWarning` saying why, unless ``warn_unconfined=False`` (for an
+      owner that tells a person itself: a worker logs it once for all its sessions).
+      ``sandbox`` then tells which is in effect.
     - ``limits`` bound what every process of a ``bash`` call may use - processes,
       address space, file size, open files, CPU seconds (:class:`ShellLimits`; the
       defaults unless told, ``None`` for none). The process limit is the kernel's
@@ -85,6 +93,7 @@ class AgentToolset:
         max_output: int = DEFAULT_MAX_OUTPUT,
         env: Mapping[str, str] | None = None,
         limits: ShellLimits | None = DEFAULT_SHELL_LIMITS,
+        warn_unconfined: bool = True,
     ) -> None:
         if os.name != "posix":
             raise ConfigurationError("AgentToolset needs a POSIX system")
@@ -113,7 +122,10 @@ class AgentToolset:
         if not isinstance(cast(object, sandbox), str):
             raise ConfigurationError(f"sandbox must be a string, not {type(sandbox).__name__}")
         chosen = choose_sandbox(sandbox, place.real, network=network)
-        self._workdir, self._sandbox, self._network = place, chosen.mode, network
+        if chosen.mode == "none" and warn_unconfined:
+            message = unconfined_message("AgentToolset", chosen.unconfined_because)
+            warnings.warn(message, UnsandboxedWarning, stacklevel=2)
+        self._workdir, self._sandbox, self._network = place, chosen, network
         self._limits = limits
         files = FileTools(place, max_output)
         search = SearchTools(place, max_output, min(GREP_TIMEOUT, float(bash_timeout)))
@@ -135,13 +147,19 @@ class AgentToolset:
     @property
     def sandbox(self) -> Literal["bwrap", "none"]:
         """Where ``bash`` runs: ``"bwrap"`` (confined) or ``"none"`` (unconfined)."""
-        return self._sandbox
+        return self._sandbox.mode
+
+    @property
+    def unconfined_because(self) -> str:
+        """Why ``bash`` runs unconfined (``sandbox='none'`` asked for, bwrap missing, or
+        refused the user namespaces it needs); empty when it is confined."""
+        return self._sandbox.unconfined_because
 
     @property
     def network(self) -> bool:
         """Whether ``bash`` can reach the network: as asked inside the sandbox, always
         outside it."""
-        return self._network or self._sandbox == "none"
+        return self._network or self._sandbox.mode == "none"
 
     @property
     def limits(self) -> ShellLimits | None:

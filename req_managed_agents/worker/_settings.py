@@ -25,9 +25,9 @@ from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.providers.claude.api._core import segment
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS, AgentToolset, ShellLimits
-from req_managed_agents.toolset._sandbox import SANDBOXES
+from req_managed_agents.toolset._sandbox import SANDBOXES, unconfined_message
 from req_managed_agents.transport._config import credential, required_setting
-from req_managed_agents.transport._redact import Secret
+from req_managed_agents.transport._redact import Secret, get_logger
 
 __all__ = ["ENVIRONMENT_KEY_VARIABLE", "ToolsetFactory", "WorkerSettings", "check_settings"]
 
@@ -37,6 +37,7 @@ ENVIRONMENT_KEY_VARIABLE = "ANTHROPIC_ENVIRONMENT_KEY"
 ToolsetFactory = Callable[[Path], Handler]
 """Makes the handler of the built-in tools for one session, given the session's folder."""
 
+_log = get_logger(__name__)
 _WORKER_ID = re.compile(r"[!-~]{1,128}")
 _UNFINISHED = ("error", "rerun", "raise")
 _CONFIRM = ("raise", "allow", "deny")
@@ -152,8 +153,10 @@ def _toolset(
     toolset: object, workdir: Path, sandbox: object, network: object, limits: object
 ) -> tuple[ToolsetFactory, str | None]:
     """The built-in tools' maker. The default's sandbox is chosen once, here: bwrap is tried
-    on the workdir (a raise for ``"bwrap"`` that cannot work, a loud warning for ``"auto"``
-    that falls back), and every session's toolset then uses what was found."""
+    on the workdir (a raise for ``"bwrap"`` that cannot work), and every session's toolset
+    then uses what was found. Unconfined, the worker says so once, in one log record with
+    the reason: a worker is a service, and its operator reads logs (a ``warnings.warn``
+    would point at a line of this library and be shown once per process, not per worker)."""
     if toolset is not None:
         if not callable(toolset):
             raise ConfigurationError("toolset must be a callable taking a session's folder")
@@ -168,12 +171,21 @@ def _toolset(
     if not isinstance(network, bool):
         raise ConfigurationError(f"network must be True or False, not {network!r}")
     shell_limits = cast("ShellLimits | None", limits)  # AgentToolset checks it
-    mode = AgentToolset(
-        workdir, sandbox=cast(Any, sandbox), network=network, limits=shell_limits
-    ).sandbox
+    tried = AgentToolset(
+        workdir,
+        sandbox=cast(Any, sandbox),
+        network=network,
+        limits=shell_limits,
+        warn_unconfined=False,
+    )
+    mode = tried.sandbox
+    if tried.unconfined_because:
+        _log.warning(unconfined_message("this worker", tried.unconfined_because))
 
     def default_toolset(folder: Path) -> Handler:
-        return AgentToolset(folder, sandbox=mode, network=network, limits=shell_limits)
+        return AgentToolset(
+            folder, sandbox=mode, network=network, limits=shell_limits, warn_unconfined=False
+        )
 
     return default_toolset, mode
 

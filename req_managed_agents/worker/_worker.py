@@ -12,6 +12,10 @@ Stopping (the ``stop`` event of :meth:`~EnvironmentWorker.run`, or SIGTERM / Ctr
 running tools told to stop, its remote turn not interrupted), stops the items whose session
 is idle with nothing pending and leaves the others to their leases (see ``_item``); an
 item polled at that moment is not acknowledged, so it stays queued for another worker.
+
+``progress`` hears how the worker stands - sessions served of ``max_sessions``, what it
+waits for, items done - on the polling thread, each time round its loop (a poll for work
+is held about a second; a full worker looks for a free slot ten times a second).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Literal
 from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
 from req_managed_agents.drivers._options import ConfirmPolicy
 from req_managed_agents.errors import APIError, ConfigurationError, ManagedAgentsError
+from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.providers.claude.api._work import MAX_BLOCK_MS
 from req_managed_agents.tools._handler import Handler
@@ -84,7 +89,10 @@ class EnvironmentWorker:
     tools again. ``tool_timeout`` and ``confirm`` are the drivers' options. ``on_item``
     hears a :class:`WorkItemReport` as each item is done - including a lost lease, which
     is also logged and never stops the worker. ``worker_id`` names this worker in the
-    queue's statistics (default: host, process and a random part).
+    queue's statistics (default: host, process and a random part). ``progress`` hears a
+    :class:`~req_managed_agents.Progress` each time round the polling loop (sessions served,
+    what it waits for, items done, time since :meth:`run` began), on the polling thread;
+    what it raises stops the worker as a refused key does.
     """
 
     def __init__(
@@ -107,9 +115,12 @@ class EnvironmentWorker:
         tool_timeout: float | None = None,
         confirm: ConfirmPolicy = "raise",
         on_item: Callable[[WorkItemReport], None] | None = None,
+        progress: ProgressCallback | None = None,
     ) -> None:
         if on_item is not None and not callable(on_item):
             raise ConfigurationError("on_item must be a callable taking a WorkItemReport")
+        if progress is not None and not callable(progress):
+            raise ConfigurationError("progress must be a callable taking a Progress")
         self.settings: WorkerSettings = check_settings(
             provider,
             environment_id,
@@ -129,6 +140,9 @@ class EnvironmentWorker:
             confirm=confirm,
         )
         self._on_item = on_item
+        self._progress = progress
+        self._started = time.monotonic()
+        self._items_done = 0
         self._queue = self.settings.provider.client.with_bearer(self.settings.environment_key)
         self._lock = threading.Lock()
         self._serving: list[tuple[ItemServer, threading.Thread]] = []
@@ -157,6 +171,7 @@ class EnvironmentWorker:
             if self._running:
                 raise ConfigurationError("this worker is running already")
             self._running = True
+            self._started = time.monotonic()
         _log.info(
             "worker %s polls environment %s (workdir %s)",
             self.settings.worker_id,
@@ -206,6 +221,7 @@ class EnvironmentWorker:
         tags = {"environment_id": settings.environment_id, "worker_id": settings.worker_id}
         failures = empties = 0
         while self._wait_for_slot(stop):
+            self._report("waiting for work")
             started = time.monotonic()
             try:
                 item = self._queue.poll_work(
@@ -218,6 +234,7 @@ class EnvironmentWorker:
                 if not transient(error):
                     raise
                 _log.warning("polling for work failed (%s); trying again", error)
+                self._report("polling for work failed; trying again")
                 retry_after = error.retry_after if isinstance(error, APIError) else None
                 if not POLL_RETRY.wait(failures, retry_after, stop=stop):
                     return
@@ -244,6 +261,7 @@ class EnvironmentWorker:
             with self._lock:
                 if len(self._serving) < self.settings.max_sessions:
                     return True
+            self._report("every session slot busy")
             SLOT_POLL.wait(attempt, stop=stop)
             attempt += 1
 
@@ -265,6 +283,7 @@ class EnvironmentWorker:
         finally:
             with self._lock:
                 self._serving = [entry for entry in self._serving if entry[0] is not server]
+                self._items_done += 1
         _log.info(
             "work item %s (session %s): %s%s",
             report.work_id,
@@ -277,6 +296,19 @@ class EnvironmentWorker:
                 self._on_item(report)
             except Exception:
                 _log.warning("on_item raised; continuing", exc_info=True)
+
+    def _report(self, waiting_for: str) -> None:
+        """Tell ``progress`` how the worker stands."""
+        if self._progress is None:
+            return
+        settings = self.settings
+        with self._lock:
+            serving, done = len(self._serving), self._items_done
+        what = (
+            f"worker on {settings.environment_id}: {serving} of {settings.max_sessions} "
+            f"sessions, {waiting_for}"
+        )
+        self._progress(Progress(what, time.monotonic() - self._started, done, unit="item done"))
 
     # -- stopping -------------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ def test_demo_on_the_agentcore_emulator(
         (["--agent-id", "agent_1"], "needs both --agent-id and --environment-id"),
         (["--prompt", "hi"], "--prompt only applies to a real agent"),
         (["--harness-arn", "arn:x"], "--harness-arn needs --provider agentcore"),
-        (["--provider", "agentcore", "--agent-id", "a"], "--agent-id is a Claude option"),
+        (["--provider", "agentcore", "--agent-id", "a"], "--agent-id does not apply with"),
         (["--turn-delay", "-1"], "argument --turn-delay: must not be negative"),
         (["--timeout", "0"], "argument --timeout: must be a positive number"),
         (

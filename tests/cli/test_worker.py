@@ -117,8 +117,10 @@ def test_a_refused_environment_key_says_which_key_to_check(
     monkeypatch.setenv("ANTHROPIC_ENVIRONMENT_KEY", "envkey_wrong")
     code = _cli.main(["worker", "--environment-id", environment_id, "--workdir", str(tmp_path)])
     err = capsys.readouterr().err
-    started, line = err.splitlines()  # it said what it serves, then why it stopped
+    # it said what it serves, where it stood when it polled, then why it stopped
+    started, polling, line = err.splitlines()
     assert started.startswith(f"rma worker: serving {environment_id}")
+    assert "0 of 4 sessions, waiting for work, 0 items done" in polling
     one_error_line(code, 4, line)
     assert "check ANTHROPIC_ENVIRONMENT_KEY" in line
     assert "envkey_wrong" not in err

@@ -17,7 +17,7 @@ import pytest
 
 from req_managed_agents import Session, SessionResult, run_to_completion
 from req_managed_agents.display import _progress
-from req_managed_agents.display._progress import Progress
+from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.tools import CountingTools
 
@@ -40,7 +40,7 @@ class Terminal(io.StringIO):
 ADDING = [Turn(text="Adding.", tool_calls=[call("add", a=1, b=2)]), Turn(text="It is 3.")]
 
 
-def run_with(progress: Progress) -> None:
+def run_with(progress: VerboseDisplay) -> None:
     with ClaudeEmulator(ADDING) as emulator, emulator.provider() as provider:
         options = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
         with Session(provider, handler=CountingTools(), **options) as session:
@@ -53,8 +53,10 @@ def run_with(progress: Progress) -> None:
 
 def test_the_progress_line_counts_a_turns_tools_under_that_turn() -> None:
     written: list[str] = []
-    run_with(Progress(io.StringIO(), Terminal(written)))  # text elsewhere, progress on a tty
+    run_with(VerboseDisplay(io.StringIO(), Terminal(written)))  # text elsewhere, progress on a tty
     lines = [w[len("\r\033[K[") : -1] for w in written if w.startswith("\r\033[K[")]
+    assert all(re.search(r", \d+ s$", line) for line in lines), lines  # the time so far
+    lines = [re.sub(r", \d+ s$", "", line) for line in lines]
     assert lines[:2] == ["turn 1", "turn 1, 1 tool(s) running"]
     assert "turn 3" not in " ".join(lines), "a two-turn run never shows a third turn"
     assert lines[-1].startswith("end_turn after 2 turn(s), 1 tool call(s)")
@@ -62,7 +64,7 @@ def test_the_progress_line_counts_a_turns_tools_under_that_turn() -> None:
 
 def test_text_and_progress_on_one_terminal_never_share_a_line() -> None:
     screen: list[str] = []
-    run_with(Progress(Terminal(screen), Terminal(screen)))
+    run_with(VerboseDisplay(Terminal(screen), Terminal(screen)))
     text = re.sub(r"\r\033\[K(\[[^\]]*\])?", "", "".join(screen))
     assert text.rstrip("\n") == "Adding.\n\nIt is 3."  # the progress line ends with one too
     for at, piece in enumerate(screen):  # the line is erased before any text follows it

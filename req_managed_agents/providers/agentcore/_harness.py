@@ -11,7 +11,9 @@ harness statuses. There is no waiter for either, so we poll. Statuses are open s
 error at once. One monotonic deadline covers the create, every poll and every request
 timeout, so a caller's budget is never overrun by a poll cadence or a slow request. A harness
 this call created and could not bring to ``READY`` is deleted (best effort, with its own small
-budget) before the error is raised: a failed provision leaves nothing billable behind.
+budget) before the error is raised: a failed provision leaves nothing billable behind. A
+``progress`` callback hears each poll that leaves the wait going (:class:`Progress`: which
+phase, the status, the polls, the time so far), on the waiting thread.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from req_managed_agents.errors import (
     ServerError,
     TransportError,
 )
+from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.providers.agentcore._client import AgentCoreClient
 from req_managed_agents.providers.agentcore.api._endpoints import (
     DEFAULT_ENDPOINT,
@@ -88,13 +91,14 @@ def wait_until_ready(
     deadline: float,
     poll_interval: float,
     endpoint_name: str | None = DEFAULT_ENDPOINT,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Poll until the harness is ``READY`` and then its endpoint ``endpoint_name`` is too
     (None: the harness only); return the harness, or raise a named error saying which phase
-    stopped where."""
+    stopped where. ``progress`` hears each poll that leaves the wait going."""
     if endpoint_name is not None:
         check_endpoint_name(endpoint_name)
-    poll = _Poll(harness_id, deadline, poll_interval)
+    poll = _Poll(harness_id, deadline, poll_interval, progress)
     harness = poll.until_ready("harness", lambda: client.get_harness(harness_id, deadline=deadline))
     if endpoint_name is not None:
         poll.until_ready(
@@ -102,18 +106,43 @@ def wait_until_ready(
             lambda: client.get_harness_endpoint(harness_id, endpoint_name, deadline=deadline),
             endpoint_name=endpoint_name,
         )
+    poll.ready(endpoint_name)
     return harness
 
 
 class _Poll:
     """One wait's deadline, pacing, elapsed time and poll count, over both phases."""
 
-    def __init__(self, harness_id: str, deadline: float, poll_interval: float) -> None:
+    def __init__(
+        self,
+        harness_id: str,
+        deadline: float,
+        poll_interval: float,
+        progress: ProgressCallback | None,
+    ) -> None:
         self.harness_id = harness_id
         self.deadline = deadline
         self.pacing = READY_POLL.but(cap=poll_interval, base=min(READY_POLL.base, poll_interval))
         self.started = time.monotonic()
         self.polls = 0
+        self.progress = progress
+
+    def report(self, endpoint_name: str | None, state: str) -> None:
+        """Tell ``progress`` where the wait stands after a poll that leaves it going."""
+        self._tell(f"waiting for {self._subject(endpoint_name)} to be READY ({state})")
+
+    def ready(self, endpoint_name: str | None) -> None:
+        """Tell ``progress`` the wait is over."""
+        self._tell(f"{self._subject(endpoint_name)} is READY")
+
+    def _subject(self, endpoint_name: str | None) -> str:
+        harness = f"harness {self.harness_id}"
+        return harness if endpoint_name is None else f"endpoint {endpoint_name} of {harness}"
+
+    def _tell(self, what: str) -> None:
+        if self.progress is not None:
+            elapsed = time.monotonic() - self.started
+            self.progress(Progress(what, elapsed, self.polls, unit="poll"))
 
     def until_ready(
         self, phase: str, read: Any, *, endpoint_name: str | None = None
@@ -139,12 +168,14 @@ class _Poll:
                     raise
                 # The endpoint is created after the harness; until then it is not found.
                 status = None
+                self.report(endpoint_name, "not created yet")
                 self.pacing.wait(phase_polls - 1, limit=self.deadline - time.monotonic())
                 continue
             except (RateLimitError, ServerError, TransportError) as exc:
                 # A throttled or flaky control plane says nothing about the harness: keep
                 # waiting while the budget lasts.
                 _log.info("polling harness %s failed (%s); still waiting", self.harness_id, exc)
+                self.report(endpoint_name, f"{status or 'no status'}; the last poll failed")
                 pause(min(self.pacing.cap, self.deadline - time.monotonic()))
                 continue
             status = str(found.get("status")) if found.get("status") is not None else None
@@ -167,6 +198,7 @@ class _Poll:
                     self.polls,
                     endpoint_name,
                 )
+            self.report(endpoint_name, str(status))
             # Quick harnesses are seen quickly; slow ones are not polled more than needed.
             self.pacing.wait(phase_polls - 1, limit=self.deadline - time.monotonic())
 
@@ -198,12 +230,13 @@ def create_harness_and_wait(
     timeout: float = DEFAULT_PROVISION_TIMEOUT,
     poll_interval: float | None = None,
     endpoint_name: str | None = DEFAULT_ENDPOINT,
+    progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """``CreateHarness``, then wait for it and its endpoint ``endpoint_name`` (None: the
     harness only) to be ``READY``, within ``timeout`` seconds in total.
 
     Returns the ready harness. On any failure after the create, the new harness is deleted
-    before the error propagates.
+    before the error propagates. ``progress`` hears each poll that leaves the wait going.
     """
     if timeout <= 0:
         raise ValueError("timeout must be positive")
@@ -221,6 +254,7 @@ def create_harness_and_wait(
             if poll_interval is not None
             else poll_interval_for(timeout),
             endpoint_name=endpoint_name,
+            progress=progress,
         )
     except BaseException:
         _rollback(client, harness_id)
