@@ -113,6 +113,7 @@ class ApiCore:
         self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:
+        """Add the runtime's credentials to a request as it will be sent."""
         raise NotImplementedError
 
     def _error(self, response: requests.Response) -> APIError:

@@ -52,6 +52,7 @@ def _error_facts(body: Json, headers: Mapping[str, str]) -> tuple[object, object
 
 
 def _next_page(page: Json, items: list[Json]) -> dict[str, Any] | None:
+    """``nextToken`` to the last page."""
     token = page.get("nextToken")
     return {"nextToken": token} if isinstance(token, str) and token else None
 
