@@ -174,24 +174,10 @@ class ClaudeBedrockClient(ClaudeClient):
         """Update an agent (a new version); its ``execution_identity`` cannot change."""
         return super().update_agent(agent_id, _checked_agent(body_of(body, fields), creating=False))
 
-    def create_session(
-        self,
-        agent: str | Mapping[str, Any],
-        environment_id: str,
-        *,
-        vault_ids: Sequence[str] | None = None,
-        resources: Sequence[Mapping[str, Any]] | None = None,
-        metadata: Mapping[str, str] | None = None,
-        title: str | None = None,
-        budget: Mapping[str, Any] | None = None,
-        initial_events: Sequence[Mapping[str, Any]] | None = None,
-        working_directory: str | None = None,
-        execution_identity: Mapping[str, Any] | None = None,
-        create_token: str | None = None,
-        telemetry_metadata: Mapping[str, Any] | None = None,
-    ) -> Json:
-        """Create a session in the sandbox ``environment_id`` (an ARN); see
-        :meth:`ClaudeClient.create_session` for the rest and for lost answers."""
+    def _check_session(
+        self, environment_id: str, vault_ids: Sequence[str] | None, working_directory: str | None
+    ) -> None:
+        """A session runs in a sandbox (``environment_id`` its ARN), with no vaults."""
         if vault_ids is not None:
             raise ConfigurationError(f"vault_ids: {_NOT_ON_BEDROCK.format(noun='vaults')}")
         if not id_value("environment_id", environment_id).startswith("arn:"):
@@ -200,19 +186,6 @@ class ClaudeBedrockClient(ClaudeClient):
             )
         if working_directory is not None and ".." in working_directory.split("/"):
             raise ValueError(f"working_directory must not hold '..': {working_directory!r}")
-        return super().create_session(
-            agent,
-            environment_id,
-            resources=resources,
-            metadata=metadata,
-            title=title,
-            budget=budget,
-            initial_events=initial_events,
-            working_directory=working_directory,
-            execution_identity=execution_identity,
-            create_token=create_token,
-            telemetry_metadata=telemetry_metadata,
-        )
 
     def create_memory_store(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/memory_stores``; ``backend`` (fixed once made) is ``{"type": "managed"}``

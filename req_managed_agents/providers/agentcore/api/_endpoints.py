@@ -12,7 +12,12 @@ import re
 from typing import Any
 
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
+from req_managed_agents.providers.agentcore.api._core import (
+    ClientCore,
+    client_token,
+    json_bytes,
+    segment,
+)
 
 __all__ = ["DEFAULT_ENDPOINT", "EndpointsAPI", "check_endpoint_name"]
 
@@ -46,25 +51,22 @@ class EndpointsAPI(ClientCore):
         """``CreateHarnessEndpoint``; returns the ``endpoint`` (usually ``CREATING``).
         ``target_version`` pins a harness version (default: the latest). A ``clientToken``
         makes a retried create harmless."""
-        body = {
-            "endpointName": check_endpoint_name(endpoint_name),
-            **_changes(target_version, description),
-        }
+        name = {"endpointName": check_endpoint_name(endpoint_name)}
+        data = json_bytes({**name, **_changes(target_version, description)})
         path = f"/harnesses/{segment(harness_id)}/endpoints"
-        return self._control_json("POST", path, body=body, deadline=deadline, **_ENDPOINT)
+        return self._json("POST", path, idempotent=True, data=data, deadline=deadline, **_ENDPOINT)
 
     def get_harness_endpoint(
         self, harness_id: str, endpoint_name: str, *, deadline: float | None = None
     ) -> dict[str, Any]:
         """``GetHarnessEndpoint``; returns the ``endpoint`` with its ``status``."""
         path = self._endpoint_path(harness_id, endpoint_name)
-        return self._control_json("GET", path, deadline=deadline, **_ENDPOINT)
+        return self._get(path, deadline=deadline, **_ENDPOINT)
 
     def list_harness_endpoints(self, harness_id: str) -> list[dict[str, Any]]:
         """Every endpoint of a harness, following ``nextToken`` to the last page."""
-        return self._paged(
-            f"/harnesses/{segment(harness_id)}/endpoints", "endpoints", "endpointName"
-        )
+        path = f"/harnesses/{segment(harness_id)}/endpoints"
+        return self._list(path, member="endpoints", item_required=("endpointName",))
 
     def update_harness_endpoint(
         self,
@@ -77,9 +79,9 @@ class EndpointsAPI(ClientCore):
     ) -> dict[str, Any]:
         """``UpdateHarnessEndpoint``: move it to ``target_version`` or change its
         ``description``; returns the ``endpoint``, usually ``UPDATING``."""
-        body = _changes(target_version, description)
+        data = json_bytes(_changes(target_version, description))
         path = self._endpoint_path(harness_id, endpoint_name)
-        return self._control_json("PATCH", path, body=body, deadline=deadline, **_ENDPOINT)
+        return self._json("PATCH", path, idempotent=True, data=data, deadline=deadline, **_ENDPOINT)
 
     def delete_harness_endpoint(
         self, harness_id: str, endpoint_name: str, *, deadline: float | None = None
@@ -87,7 +89,7 @@ class EndpointsAPI(ClientCore):
         """``DeleteHarnessEndpoint``; deletion is asynchronous (it goes ``DELETING``)."""
         path = self._endpoint_path(harness_id, endpoint_name)
         params = {"clientToken": client_token()}
-        return self._control_json("DELETE", path, params=params, deadline=deadline, **_ENDPOINT)
+        return self._delete(path, params=params, deadline=deadline, **_ENDPOINT)
 
     def _endpoint_path(self, harness_id: str, endpoint_name: str) -> str:
         name = check_endpoint_name(endpoint_name)

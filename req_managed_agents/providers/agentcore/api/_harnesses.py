@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents.providers.agentcore.api._core import ClientCore, client_token, segment
+from req_managed_agents.providers.agentcore.api._core import (
+    ClientCore,
+    client_token,
+    json_bytes,
+    segment,
+)
 from req_managed_agents.transport._json import checked_id, malformed
 
 __all__ = ["HarnessesAPI"]
@@ -28,18 +33,19 @@ class HarnessesAPI(ClientCore):
             raise ValueError("a harness needs a harnessName")
         if not body.get("executionRoleArn"):
             raise ValueError("a harness needs an executionRoleArn")
-        payload = {"clientToken": client_token(), **body}
-        return self._control_json("POST", "/harnesses", body=payload, deadline=deadline, **_HARNESS)
+        data = json_bytes({"clientToken": client_token(), **body})
+        return self._json(
+            "POST", "/harnesses", idempotent=True, data=data, deadline=deadline, **_HARNESS
+        )
 
     def get_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``GetHarness``; returns the ``harness`` object (with its ``status``). ``deadline``
         (monotonic) bounds the call, retries included."""
-        path = f"/harnesses/{segment(harness_id)}"
-        return self._control_json("GET", path, deadline=deadline, **_HARNESS)
+        return self._get(f"/harnesses/{segment(harness_id)}", deadline=deadline, **_HARNESS)
 
     def list_harnesses(self) -> list[dict[str, Any]]:
         """Every harness summary, following ``nextToken`` to the last page."""
-        return self._paged("/harnesses", "harnesses", "arn", "harnessId")
+        return self._list("/harnesses", member="harnesses", item_required=("arn", "harnessId"))
 
     def update_harness(
         self, harness_id: str, body: Mapping[str, Any], *, deadline: float | None = None
@@ -47,20 +53,20 @@ class HarnessesAPI(ClientCore):
         """``UpdateHarness`` (a ``PATCH`` of the members given); returns the ``harness``
         object, usually ``UPDATING``. A ``clientToken`` is added when absent, so a retry is
         harmless."""
-        payload = {"clientToken": client_token(), **body}
+        data = json_bytes({"clientToken": client_token(), **body})
         path = f"/harnesses/{segment(harness_id)}"
         self._forget(harness_id)
-        return self._control_json("PATCH", path, body=payload, deadline=deadline, **_HARNESS)
+        return self._json("PATCH", path, idempotent=True, data=data, deadline=deadline, **_HARNESS)
 
     def list_harness_versions(self, harness_id: str) -> list[dict[str, Any]]:
         """Every version of a harness (``ListHarnessVersions``), following ``nextToken``."""
-        return self._paged(f"/harnesses/{segment(harness_id)}/versions", "harnessVersions")
+        path = f"/harnesses/{segment(harness_id)}/versions"
+        return self._list(path, member="harnessVersions", item_required=())
 
     def delete_harness(self, harness_id: str, *, deadline: float | None = None) -> dict[str, Any]:
         """``DeleteHarness``; deletion is asynchronous (the harness goes ``DELETING``)."""
-        path = f"/harnesses/{segment(harness_id)}"
         self._forget(harness_id)
-        return self._control_json("DELETE", path, deadline=deadline)
+        return self._delete(f"/harnesses/{segment(harness_id)}", deadline=deadline, required=())
 
     def cached_harness(self, harness_arn: str) -> dict[str, Any]:
         """The harness (``GetHarness``), asked once per harness and client: what a session
@@ -94,5 +100,3 @@ class HarnessesAPI(ClientCore):
         except ValueError as exc:
             what = f"GET /harnesses/{harness_arn.rsplit('/', 1)[-1]}"
             raise malformed(200, what, str(exc)) from None
-
-    # -- data plane -----------------------------------------------------------------------

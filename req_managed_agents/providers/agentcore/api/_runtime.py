@@ -26,7 +26,6 @@ from req_managed_agents.providers.agentcore.api._core import (
     ClientCore,
     client_token,
     json_bytes,
-    json_object,
     segment,
 )
 from req_managed_agents.transport._http import read_chunks
@@ -68,19 +67,20 @@ class RuntimeAPI(ClientCore):
     ) -> dict[str, Any]:
         """``StopRuntimeSession``: end a runtime session and whatever it is doing (its
         conversation goes with it)."""
-        response = self._data.request(
+        return self._json(
             "POST",
             f"/runtimes/{segment(runtime_arn)}/stopruntimesession",
             idempotent=True,
-            params={"qualifier": qualifier} if qualifier else None,
             data=json_bytes({"clientToken": client_token()}),
-            headers={"content-type": "application/json", SESSION_HEADER: runtime_session_id},
+            params={"qualifier": qualifier} if qualifier else None,
+            headers={SESSION_HEADER: runtime_session_id},
             telemetry_metadata={
                 "session_id": runtime_session_id,
                 "operation": "StopRuntimeSession",
             },
+            plane=self._data,
+            required=(),
         )
-        return json_object(response, "POST", "StopRuntimeSession")
 
     def _open_stream(
         self,
@@ -97,7 +97,6 @@ class RuntimeAPI(ClientCore):
     ) -> tuple[requests.Response, float]:
         idle = idle_timeout if idle_timeout is not None else self.idle_timeout
         headers = {
-            "content-type": "application/json",
             "accept": "application/vnd.amazon.eventstream",
             SESSION_HEADER: runtime_session_id,
         }

@@ -1,5 +1,7 @@
-"""What every Claude control-plane noun shares: the authenticated HTTP client, error
-parsing, paging and the checks of ids, lists and metadata.
+"""What every Claude control-plane noun shares: the client core of
+:mod:`~req_managed_agents.providers._api` with the Anthropic API's errors, cursors and
+authentication (an API key, a bearer token or a request signer), and the checks of queries,
+versions and lists.
 
 Retries follow the :mod:`~req_managed_agents.transport._backoff` policy:
 
@@ -24,17 +26,24 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, BinaryIO, Literal, Union
-from urllib.parse import quote
 
 import requests
 
-from req_managed_agents.errors import APIError, ConfigurationError
-from req_managed_agents.transport._backoff import RetryPolicy, SendBudget, parse_retry_after
-from req_managed_agents.transport._http import HttpClient, api_error
-from req_managed_agents.transport._json import excerpt, json_object, loads
+from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.providers._api import (
+    MAX_METADATA_PAIRS,
+    ApiCore,
+    ApiDialect,
+    Json,
+    body_of,
+    checked_metadata,
+    id_value,
+    segment,
+)
+from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import Secret
 
 __all__ = [
@@ -49,6 +58,10 @@ __all__ = [
     "FileContent",
     "Json",
     "Signer",
+    "body_of",
+    "checked_metadata",
+    "id_value",
+    "segment",
 ]
 
 # Every request: 0.5 s doubling to 8 s with jitter, the server's retry-after up to 60 s;
@@ -68,65 +81,39 @@ _AUTH_SCHEMES = ("x-api-key", "bearer")
 
 # History pages hold up to 1000 events, the API's cap (as the official session runner asks).
 EVENTS_PAGE_SIZE = 1000
-LIST_PAGE_SIZE = 100
 # Lists whose items carry their content (``view="full"``) take pages of at most 20.
 FULL_VIEW_PAGE_SIZE = 20
-# How much of an error body that is not JSON an APIError keeps.
-_ERROR_BODY_EXCERPT = 2000
-
-# The API's metadata limits (sessions, vaults, credentials, memory stores).
-MAX_METADATA_PAIRS = 16
-_MAX_METADATA_KEY = 64
-_MAX_METADATA_VALUE = 512
 # ``created_at_gte=`` (the SDK's keyword) is sent as ``created_at[gte]=``.
 _DATE_FILTER = re.compile(r"(created_at)_(gt|gte|lt|lte)")
 
-Json = dict[str, Any]
 # Authenticates a prepared request in place (SigV4 for Claude on Bedrock).
 Signer = Callable[[requests.PreparedRequest], None]
 FileContent = Union[bytes, BinaryIO, str, "os.PathLike[str]"]
 
 
-def segment(value: str) -> str:
-    """One path segment; an id can never escape into another path."""
-    if not value or value in (".", ".."):
-        # requests collapses dot segments (even percent-encoded ones) into another path.
-        raise ValueError(f"an id must be a non-empty string other than '.' or '..', got {value!r}")
-    return quote(value, safe="")
+def _error_facts(body: Json, headers: Mapping[str, str]) -> tuple[object, object, object]:
+    """``{"error": {"type", "message", "details": {"error_code"}}}`` (the ``error_code``
+    names the error more precisely); the request id in a header, or in the body."""
+    error = body["error"] if isinstance(body.get("error"), dict) else {}
+    details = error["details"] if isinstance(error.get("details"), dict) else {}
+    code = details.get("error_code")
+    error_type = code if isinstance(code, str) else error.get("type")
+    return error_type, error.get("message"), headers.get("request-id") or body.get("request_id")
 
 
-def _parse_anthropic_error(response: requests.Response) -> APIError:
-    try:
-        body: Any = loads(response.content)
-    except ValueError:
-        body = excerpt(response.content, _ERROR_BODY_EXCERPT)
-    error = body.get("error") if isinstance(body, dict) else None
-    error_type = message = None
-    if isinstance(error, dict):
-        details = error.get("details")
-        error_type = error.get("type")
-        if isinstance(details, dict) and isinstance(details.get("error_code"), str):
-            error_type = details["error_code"]
-        message = error.get("message")
-    if not isinstance(message, str) or not message:
-        text = body.strip() if isinstance(body, str) else ""
-        message = text or response.reason or f"HTTP {response.status_code}"
-    request_id = response.headers.get("request-id") or (
-        body.get("request_id") if isinstance(body, dict) else None
-    )
-    request_id = request_id if isinstance(request_id, str) else None
-    return api_error(
-        response.status_code,
-        error_type if isinstance(error_type, str) else None,
-        message,
-        request_id,
-        body=body,
-        retry_after=parse_retry_after(response.headers),
-    )
+def _next_page(page: Json, items: list[Json]) -> dict[str, Any] | None:
+    """The ``next_page`` cursor, or the older ``has_more`` and ``last_id``."""
+    cursor = page.get("next_page")
+    if isinstance(cursor, str) and cursor:
+        return {"page": cursor, "after_id": None}
+    last_id = page.get("last_id")
+    return {"after_id": last_id} if page.get("has_more") and isinstance(last_id, str) else None
 
 
-class ClientCore:
+class ClientCore(ApiCore):
     """The authenticated, pooled HTTP client under every noun of the control plane."""
+
+    _dialect = ApiDialect(_error_facts, _next_page)
 
     def __init__(
         self,
@@ -158,28 +145,9 @@ class ClientCore:
         self.beta = beta
         self.files_beta = files_beta
         self.memory_beta = memory_beta
-        self._http = HttpClient(
-            base_url,
-            timeout=timeout,
-            retry=REQUESTS.but(max_retries=max_retries),
-            parse_error=_parse_anthropic_error,
-            authenticate=self._authenticate,
-            session=http,
+        super().__init__(
+            base_url, timeout=timeout, retry=REQUESTS.but(max_retries=max_retries), http=http
         )
-
-    @property
-    def base_url(self) -> str:
-        """The API root every path is joined to."""
-        return self._http.base_url
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a request may wait for each read."""
-        return self._http.timeout
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:
         request.headers["anthropic-version"] = self.anthropic_version
@@ -191,98 +159,20 @@ class ClientCore:
         elif self._api_key is not None:
             request.headers["x-api-key"] = self._api_key.reveal()
 
-    def _json(
-        self,
-        method: str,
-        path: str,
-        *,
-        idempotent: bool,
-        body: Any = None,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        telemetry_metadata: Mapping[str, Any] | None = None,
-        cut_deep: bool = False,
-        budget: SendBudget | None = None,
-        required: tuple[str, ...] = ("id",),
-        listing: str | None = None,
-        item_required: tuple[str, ...] = (),
-    ) -> Json:
-        """The JSON object a request answers, checked (``transport._json.json_object``):
-        a resource's answer must carry its ``id`` (``required=()`` for the others); a
-        ``listing`` member (``data``), when present, must be a list of objects, each with
-        the ``item_required`` fields."""
-        response = self._http.request(
-            method,
-            path,
-            idempotent=idempotent,
-            json=body,
-            params=params,
-            headers=headers,
-            telemetry_metadata=telemetry_metadata,
-            budget=budget,
-        )
-        return json_object(
-            response,
-            f"{method} {path}",
-            cut_deep=cut_deep,
-            required=required,
-            listing=listing,
-            item_required=item_required,
-        )
+    def _create(self, path: str, body: Json, needs: str, what: str, **options: Any) -> Json:
+        """``POST`` a new resource, which needs a ``needs`` field; not retried once it may
+        have landed (a repeat would leave a second one)."""
+        if not body.get(needs):
+            raise ValueError(f"{what} needs a {needs}")
+        return self._json("POST", path, idempotent=False, body=body, **options)
 
-    def _list_all(
-        self,
-        path: str,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        telemetry_metadata: Mapping[str, Any] | None = None,
-        item_required: tuple[str, ...] = ("id",),
-    ) -> list[Json]:
-        return list(self._iter_pages(path, params, headers, telemetry_metadata, item_required))
+    def _update(self, path: str, body: Json, **options: Any) -> Json:
+        """``POST`` the fields to change (a repeat leaves the same state: retried)."""
+        return self._json("POST", path, idempotent=True, body=body, **options)
 
-    def _iter_pages(
-        self,
-        path: str,
-        params: Mapping[str, Any] | None,
-        headers: Mapping[str, str] | None,
-        telemetry_metadata: Mapping[str, Any] | None,
-        item_required: tuple[str, ...] = ("id",),
-        cut_deep: bool = False,
-    ) -> Iterator[Json]:
-        """Follow ``next_page`` cursors (or the older ``has_more``/``last_id``) to the end;
-        every item must carry the ``item_required`` fields (its ``id``, unless a list holds
-        what has none); ``cut_deep`` for pages of events, whose tool inputs may nest
-        absurdly deep."""
-        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
-        seen_cursors: set[str] = set()
-        while True:
-            page = self._json(
-                "GET",
-                path,
-                idempotent=True,
-                params=query,
-                headers=headers,
-                telemetry_metadata=telemetry_metadata,
-                cut_deep=cut_deep,
-                required=("data",),
-                listing="data",
-                item_required=item_required,
-            )
-            yield from page["data"]  # a list of objects, each checked
-            cursor = page.get("next_page")
-            if isinstance(cursor, str) and cursor:
-                if cursor in seen_cursors:
-                    return  # a server repeating a cursor would otherwise loop forever
-                seen_cursors.add(cursor)
-                query = {**query, "page": cursor}
-                query.pop("after_id", None)
-            elif page.get("has_more") and isinstance(page.get("last_id"), str):
-                if page["last_id"] in seen_cursors:
-                    return
-                seen_cursors.add(page["last_id"])
-                query = {**query, "after_id": page["last_id"]}
-            else:
-                return
+    def _archive(self, path: str, **options: Any) -> Json:
+        """``POST {path}/archive`` (archiving twice leaves the same state: retried)."""
+        return self._json("POST", f"{path}/archive", idempotent=True, body={}, **options)
 
     def _files_headers(self) -> dict[str, str]:
         return {"anthropic-beta": f"{self.files_beta},{self.beta}"}
@@ -314,12 +204,6 @@ def query_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return query
 
 
-def id_value(field: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field} must be a non-empty string, got {value!r}")
-    return value
-
-
 def positive_version(field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{field} must be an integer of at least 1, got {value!r}")
@@ -331,37 +215,3 @@ def as_list(field: str, value: object) -> list[Any]:
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"{field} must be a list, got {type(value).__name__}")
     return list(value)
-
-
-def checked_metadata(metadata: object) -> dict[str, str]:
-    """String keys and values within the API's limits (16 pairs, 64- and 512-char caps)."""
-    if not isinstance(metadata, Mapping):
-        raise ValueError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    if len(metadata) > MAX_METADATA_PAIRS:
-        raise ValueError(f"metadata holds at most {MAX_METADATA_PAIRS} pairs, got {len(metadata)}")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not 1 <= len(key) <= _MAX_METADATA_KEY:
-            raise ValueError(
-                f"metadata keys must be strings of 1 to {_MAX_METADATA_KEY} characters, got {key!r}"
-            )
-        if not isinstance(value, str):
-            raise ValueError(f"metadata[{key!r}] must be a string, got {type(value).__name__}")
-        if len(value) > _MAX_METADATA_VALUE:
-            raise ValueError(
-                f"metadata[{key!r}] is {len(value)} characters long; "
-                f"the API allows at most {_MAX_METADATA_VALUE}"
-            )
-    return dict(metadata)
-
-
-def body_of(body: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Json:
-    """A request body given as a mapping, as keywords, or both (a keyword names a field the
-    mapping does not: giving one twice is refused)."""
-    if body is not None and not isinstance(body, Mapping):
-        raise TypeError(f"the body must be a mapping, got {type(body).__name__}")
-    merged = dict(body or {})
-    twice = sorted(set(merged) & set(fields))
-    if twice:
-        raise ValueError(f"{', '.join(twice)} given both in the body and as keywords")
-    merged.update(fields)
-    return merged

@@ -79,7 +79,7 @@ class EventsAPI(ClientCore):
         is asked for (reading back from the newest with ``order="desc"`` to a known event)."""
         path = f"/v1/sessions/{segment(session_id)}/events"
         params = {**query_params(query), "limit": page_size}
-        return self._iter_pages(path, params, None, telemetry_metadata, cut_deep=True)
+        return self._pages(path, params, telemetry_metadata=telemetry_metadata, cut_deep=True)
 
     def open_event_stream(
         self,

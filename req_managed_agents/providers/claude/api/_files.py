@@ -14,7 +14,6 @@ from req_managed_agents.providers.claude.api._core import (
     query_params,
     segment,
 )
-from req_managed_agents.transport._json import json_object
 
 __all__ = ["FilesAPI"]
 
@@ -53,26 +52,19 @@ class FilesAPI(ClientCore):
         fields: dict[str, Any] = {"file": (filename, content, media_type)}
         if purpose is not None:
             fields["purpose"] = (None, purpose)
-        response = self._http.request(
-            "POST",
-            "/v1/files",
-            idempotent=False,
-            files=fields,
-            headers={"anthropic-beta": self.files_beta},
-        )
-        return json_object(response, "POST /v1/files", required=("id",))
+        headers = {"anthropic-beta": self.files_beta}
+        return self._json("POST", "/v1/files", idempotent=False, files=fields, headers=headers)
 
     def list_files(self, *, scope_id: str | None = None, **params: Any) -> list[Json]:
         """Every file (all pages); ``scope_id=<session id>`` lists a session's outputs."""
         query = query_params(params)
         if scope_id is not None:
             query["scope_id"] = scope_id
-        return self._list_all("/v1/files", query, self._files_headers())
+        return self._list("/v1/files", query, headers=self._files_headers())
 
     def get_file(self, file_id: str) -> Json:
         """A file's metadata (name, size, MIME type, scope)."""
-        path = f"/v1/files/{segment(file_id)}"
-        return self._json("GET", path, idempotent=True, headers=self._files_headers())
+        return self._get(f"/v1/files/{segment(file_id)}", headers=self._files_headers())
 
     def download_file(self, file_id: str) -> bytes:
         """A file's raw bytes."""
@@ -84,5 +76,4 @@ class FilesAPI(ClientCore):
 
     def delete_file(self, file_id: str) -> Json:
         """Delete a file (a session's outputs also go when the session is deleted)."""
-        path = f"/v1/files/{segment(file_id)}"
-        return self._json("DELETE", path, idempotent=True, headers=self._files_headers())
+        return self._delete(f"/v1/files/{segment(file_id)}", headers=self._files_headers())

@@ -25,13 +25,16 @@ def content_query(params: Mapping[str, Any]) -> dict[str, Any]:
     return query
 
 
+def _store_path(memory_store_id: str) -> str:
+    return f"/v1/memory_stores/{segment(memory_store_id)}"
+
+
 def _memory_path(memory_store_id: str, memory_id: str) -> str:
-    return f"/v1/memory_stores/{segment(memory_store_id)}/memories/{segment(memory_id)}"
+    return f"{_store_path(memory_store_id)}/memories/{segment(memory_id)}"
 
 
 def _memory_version_path(memory_store_id: str, memory_version_id: str) -> str:
-    store = segment(memory_store_id)
-    return f"/v1/memory_stores/{store}/memory_versions/{segment(memory_version_id)}"
+    return f"{_store_path(memory_store_id)}/memory_versions/{segment(memory_version_id)}"
 
 
 class MemoryAPI(ClientCore):
@@ -40,44 +43,32 @@ class MemoryAPI(ClientCore):
     def create_memory_store(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/memory_stores`` with ``name`` and optional ``description``/``metadata``."""
         body = body_of(body, fields)
-        if not body.get("name"):
-            raise ValueError("a memory store needs a name")
-        return self._json(
-            "POST",
-            "/v1/memory_stores",
-            idempotent=False,
-            body=dict(body),
-            headers=self._memory_headers(),
-        )
+        headers = self._memory_headers()
+        return self._create("/v1/memory_stores", body, "name", "a memory store", headers=headers)
 
     def get_memory_store(self, memory_store_id: str) -> Json:
         """A memory store's name, description and metadata."""
-        path = f"/v1/memory_stores/{segment(memory_store_id)}"
-        return self._json("GET", path, idempotent=True, headers=self._memory_headers())
+        return self._get(_store_path(memory_store_id), headers=self._memory_headers())
 
     def list_memory_stores(self, **params: Any) -> list[Json]:
         """Every memory store (all pages); ``include_archived=True`` to see archived ones."""
-        return self._list_all("/v1/memory_stores", query_params(params), self._memory_headers())
+        params = query_params(params)
+        return self._list("/v1/memory_stores", params, headers=self._memory_headers())
 
     def update_memory_store(
         self, memory_store_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
     ) -> Json:
         """Change a memory store's ``name``, ``description`` or ``metadata``."""
         body = body_of(body, fields)
-        path = f"/v1/memory_stores/{segment(memory_store_id)}"
-        return self._json(
-            "POST", path, idempotent=True, body=dict(body), headers=self._memory_headers()
-        )
+        return self._update(_store_path(memory_store_id), body, headers=self._memory_headers())
 
     def archive_memory_store(self, memory_store_id: str) -> Json:
         """Archive a memory store for good: new sessions can no longer attach it."""
-        path = f"/v1/memory_stores/{segment(memory_store_id)}/archive"
-        return self._json("POST", path, idempotent=True, body={}, headers=self._memory_headers())
+        return self._archive(_store_path(memory_store_id), headers=self._memory_headers())
 
     def delete_memory_store(self, memory_store_id: str) -> Json:
         """Delete a memory store."""
-        path = f"/v1/memory_stores/{segment(memory_store_id)}"
-        return self._json("DELETE", path, idempotent=True, headers=self._memory_headers())
+        return self._delete(_store_path(memory_store_id), headers=self._memory_headers())
 
     def create_memory(
         self, memory_store_id: str, path: str, content: str, *, view: str | None = None
@@ -89,7 +80,7 @@ class MemoryAPI(ClientCore):
             raise ValueError(f"content must be a string, got {type(content).__name__}")
         return self._json(
             "POST",
-            f"/v1/memory_stores/{segment(memory_store_id)}/memories",
+            f"{_store_path(memory_store_id)}/memories",
             idempotent=False,
             body={"path": path, "content": content},
             params=query_params({"view": view}),
@@ -98,21 +89,17 @@ class MemoryAPI(ClientCore):
 
     def get_memory(self, memory_store_id: str, memory_id: str, *, view: str | None = None) -> Json:
         """One memory, with its content unless ``view="basic"``."""
-        return self._json(
-            "GET",
-            _memory_path(memory_store_id, memory_id),
-            idempotent=True,
-            params=query_params({"view": view}),
-            headers=self._memory_headers(),
-        )
+        path, params = _memory_path(memory_store_id, memory_id), query_params({"view": view})
+        return self._get(path, params=params, headers=self._memory_headers())
 
     def list_memories(self, memory_store_id: str, **params: Any) -> list[Json]:
         """Every memory of a store (all pages); ``path_prefix``, ``depth`` and ``view`` as
         the API takes them (``depth=1`` groups deeper paths into ``memory_prefix`` items;
         ``view="full"`` adds each memory's content, in pages of 20, the API's cap)."""
-        path = f"/v1/memory_stores/{segment(memory_store_id)}/memories"
+        path = f"{_store_path(memory_store_id)}/memories"
+        headers = self._memory_headers()
         # A memory_prefix item (depth=1) stands for a folder and has no id.
-        return self._list_all(path, content_query(params), self._memory_headers(), None, ())
+        return self._list(path, content_query(params), headers=headers, item_required=())
 
     def update_memory(
         self,
@@ -144,10 +131,8 @@ class MemoryAPI(ClientCore):
         expected_content_sha256: str | None = None,
     ) -> Json:
         """Delete a memory; with ``expected_content_sha256`` only if it still holds that."""
-        return self._json(
-            "DELETE",
+        return self._delete(
             _memory_path(memory_store_id, memory_id),
-            idempotent=True,
             params=query_params({"expected_content_sha256": expected_content_sha256}),
             headers=self._memory_headers(),
         )
@@ -158,30 +143,21 @@ class MemoryAPI(ClientCore):
         """One entry of a store's change history: the memory as one change left it, and who
         made the change. Content comes with it unless ``view="basic"``; a redacted version
         answers with ``content`` and ``path`` null."""
-        return self._json(
-            "GET",
-            _memory_version_path(memory_store_id, memory_version_id),
-            idempotent=True,
-            params=query_params({"view": view}),
-            headers=self._memory_headers(),
-        )
+        path = _memory_version_path(memory_store_id, memory_version_id)
+        params = query_params({"view": view})
+        return self._get(path, params=params, headers=self._memory_headers())
 
     def list_memory_versions(self, memory_store_id: str, **params: Any) -> list[Json]:
         """Every version of a store's memories (all pages), newest first, those of deleted
         memories included; ``memory_id``, ``operation``, ``api_key_id``, ``session_id``,
         ``service_account_id`` and ``created_at_gte``/``created_at_lte`` filter.
         ``view="full"`` adds each version's content, in pages of 20 (the API's cap)."""
-        path = f"/v1/memory_stores/{segment(memory_store_id)}/memory_versions"
-        return self._list_all(path, content_query(params), self._memory_headers())
+        path = f"{_store_path(memory_store_id)}/memory_versions"
+        return self._list(path, content_query(params), headers=self._memory_headers())
 
     def redact_memory_version(self, memory_store_id: str, memory_version_id: str) -> Json:
         """Erase a version's content, hash, size and path for good (a leaked secret, a
         deletion request), keeping who wrote it and when; ``redacted_at`` is then set."""
-        return self._json(
-            "POST",
-            f"{_memory_version_path(memory_store_id, memory_version_id)}/redact",
-            # Redacting twice leaves the same state, as archiving does.
-            idempotent=True,
-            body={},
-            headers=self._memory_headers(),
-        )
+        path = f"{_memory_version_path(memory_store_id, memory_version_id)}/redact"
+        # Redacting twice leaves the same state, as archiving does.
+        return self._json("POST", path, idempotent=True, body={}, headers=self._memory_headers())

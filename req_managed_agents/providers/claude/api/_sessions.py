@@ -8,14 +8,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
-from req_managed_agents.errors import (
-    APIError,
-    MalformedResponseError,
-    ManagedAgentsError,
-    RateLimitError,
-    ServerError,
-    TransportError,
-)
 from req_managed_agents.providers.claude.api._core import (
     MAX_METADATA_PAIRS,
     ClientCore,
@@ -28,7 +20,6 @@ from req_managed_agents.providers.claude.api._core import (
     query_params,
     segment,
 )
-from req_managed_agents.transport._backoff import pause
 
 __all__ = ["CREATE_TOKEN_KEY", "SessionsAPI"]
 
@@ -140,6 +131,7 @@ class SessionsAPI(ClientCore):
         session by, with :meth:`find_created_session`); the metadata must then leave room
         for it.
         """
+        self._check_session(environment_id, vault_ids, working_directory)
         body: Json = {
             "agent": _agent_reference(agent),
             "environment_id": id_value("environment_id", environment_id),
@@ -184,39 +176,24 @@ class SessionsAPI(ClientCore):
             body["execution_identity"] = execution_identity_of(execution_identity)
         tagged = body.get("metadata", {}).get(CREATE_TOKEN_KEY) == token
         since = datetime.now(timezone.utc) - CREATE_CLOCK_SKEW
-        attempt = 0
-        while True:
-            try:
-                return self._json(
-                    "POST",
-                    "/v1/sessions",
-                    idempotent=False,
-                    body=body,
-                    telemetry_metadata=telemetry_metadata,
-                )
-            except MalformedResponseError as unusable:
-                if not tagged:
-                    raise
-                try:
-                    made = self.find_created_session(token, since, telemetry_metadata)
-                except ManagedAgentsError as exc:
-                    raise unusable from exc
-                if made is None:
-                    raise
-                return made
-            except (TransportError, ServerError, RateLimitError) as exc:
-                # A refusal the HTTP layer gave up on proves nothing was made: give up too.
-                refused = isinstance(exc, APIError) and exc.retry_after is not None
-                if not tagged or refused or attempt >= self._http.retry.max_retries:
-                    raise
-                if not (isinstance(exc, TransportError) and exc.not_sent):
-                    # A slow server may still be making it: give it the policy's pause
-                    # before looking, lest the look miss it and a second one be made.
-                    pause(self._http.retry.delay(attempt))
-                    made = self.find_created_session(token, since, telemetry_metadata)
-                    if made is not None:
-                        return made
-                attempt += 1
+        return self._create_or_find(
+            lambda: self._json(
+                "POST",
+                "/v1/sessions",
+                idempotent=False,
+                body=body,
+                telemetry_metadata=telemetry_metadata,
+            ),
+            (lambda: self.find_created_session(token, since, telemetry_metadata))
+            if tagged
+            else None,
+        )
+
+    def _check_session(
+        self, environment_id: str, vault_ids: Sequence[str] | None, working_directory: str | None
+    ) -> None:
+        """What a session cannot be created with here, beyond each option's own checks
+        (Amazon Bedrock refuses more)."""
 
     def find_created_session(
         self,
@@ -231,7 +208,7 @@ class SessionsAPI(ClientCore):
         when given) are looked through for it, newest first. Where a listing leaves out the
         sessions' metadata (Amazon Bedrock's does), each is read whole."""
         params = query_params({"created_at_gte": since, "order": "desc", "agent_id": agent_id})
-        for session in self._iter_pages("/v1/sessions", params, None, telemetry_metadata):
+        for session in self._pages("/v1/sessions", params, telemetry_metadata=telemetry_metadata):
             if "metadata" not in session:  # every listed session has its id (checked)
                 session = self.get_session(
                     str(session["id"]), telemetry_metadata=telemetry_metadata
@@ -245,35 +222,28 @@ class SessionsAPI(ClientCore):
         self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None
     ) -> Json:
         """A session: status, agent snapshot, resources, usage."""
-        return self._json(
-            "GET",
-            f"/v1/sessions/{segment(session_id)}",
-            idempotent=True,
-            telemetry_metadata=telemetry_metadata,
-        )
+        path = f"/v1/sessions/{segment(session_id)}"
+        return self._get(path, telemetry_metadata=telemetry_metadata)
 
     def update_session(
         self, session_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
     ) -> Json:
         """Change ``title``, ``metadata`` (null deletes a key), ``budget`` or the agent's
         ``tools``/``mcp_servers`` (an idle session only) with ``POST /v1/sessions/{id}``."""
-        body = body_of(body, fields)
-        path = f"/v1/sessions/{segment(session_id)}"
-        return self._json("POST", path, idempotent=True, body=dict(body))
+        return self._update(f"/v1/sessions/{segment(session_id)}", body_of(body, fields))
 
     def list_sessions(self, **params: Any) -> list[Json]:
         """Every session (all pages), newest first unless ``order="asc"``; ``statuses=[...]``
         and ``created_at_gte=`` etc. filter."""
-        return self._list_all("/v1/sessions", query_params(params))
+        return self._list("/v1/sessions", query_params(params))
 
     def archive_session(self, session_id: str) -> Json:
         """Block new events but keep the history; a running session must be interrupted first."""
-        path = f"/v1/sessions/{segment(session_id)}/archive"
-        return self._json("POST", path, idempotent=True, body={})
+        return self._archive(f"/v1/sessions/{segment(session_id)}")
 
     def delete_session(self, session_id: str) -> Json:
         """Delete a session with its events, sandbox and output files."""
-        return self._json("DELETE", f"/v1/sessions/{segment(session_id)}", idempotent=True)
+        return self._delete(f"/v1/sessions/{segment(session_id)}")
 
     def attach_file(self, session_id: str, file_id: str, mount_path: str | None = None) -> Json:
         """Mount an uploaded file into a session (read-only, under ``/mnt/session/uploads``)."""
@@ -285,13 +255,11 @@ class SessionsAPI(ClientCore):
 
     def list_session_resources(self, session_id: str) -> list[Json]:
         """The resources (mounted files, repositories) attached to a session."""
-        path = f"/v1/sessions/{segment(session_id)}/resources"
-        return self._list_all(path)
+        return self._list(f"/v1/sessions/{segment(session_id)}/resources")
 
     def delete_session_resource(self, session_id: str, resource_id: str) -> Json:
         """Detach a resource from a session."""
-        path = f"/v1/sessions/{segment(session_id)}/resources/{segment(resource_id)}"
-        return self._json("DELETE", path, idempotent=True)
+        return self._delete(f"/v1/sessions/{segment(session_id)}/resources/{segment(resource_id)}")
 
 
 def execution_identity_of(value: Any) -> Json:

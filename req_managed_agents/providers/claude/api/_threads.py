@@ -24,20 +24,19 @@ class ThreadsAPI(ClientCore):
 
     def list_threads(self, session_id: str, **params: Any) -> list[Json]:
         """Every thread of a session (all pages); ``statuses=[...]`` filters."""
-        return self._list_all(f"/v1/sessions/{segment(session_id)}/threads", query_params(params))
+        return self._list(f"/v1/sessions/{segment(session_id)}/threads", query_params(params))
 
     def get_thread(self, session_id: str, thread_id: str) -> Json:
         """One thread of a session."""
-        return self._json("GET", _thread_path(session_id, thread_id), idempotent=True)
+        return self._get(_thread_path(session_id, thread_id))
 
     def archive_thread(self, session_id: str, thread_id: str) -> Json:
         """Archive one thread of a session."""
-        path = f"{_thread_path(session_id, thread_id)}/archive"
-        return self._json("POST", path, idempotent=True, body={})
+        return self._archive(_thread_path(session_id, thread_id))
 
     def list_thread_events(
         self, session_id: str, thread_id: str, *, page_size: int = EVENTS_PAGE_SIZE
     ) -> list[Json]:
         """One thread's whole event history, every page."""
         path = f"{_thread_path(session_id, thread_id)}/events"
-        return self._list_all(path, {"limit": page_size})
+        return self._list(path, {"limit": page_size})

@@ -25,35 +25,29 @@ class VaultsAPI(ClientCore):
 
     def create_vault(self, body: Mapping[str, Any] | None = None, /, **fields: Any) -> Json:
         """``POST /v1/vaults`` with ``display_name`` and optional ``metadata``."""
-        body = body_of(body, fields)
-        if not body.get("display_name"):
-            raise ValueError("a vault needs a display_name")
-        return self._json("POST", "/v1/vaults", idempotent=False, body=dict(body))
+        return self._create("/v1/vaults", body_of(body, fields), "display_name", "a vault")
 
     def get_vault(self, vault_id: str) -> Json:
         """A vault (its credentials are listed separately)."""
-        return self._json("GET", f"/v1/vaults/{segment(vault_id)}", idempotent=True)
+        return self._get(f"/v1/vaults/{segment(vault_id)}")
 
     def list_vaults(self, **params: Any) -> list[Json]:
         """Every vault (all pages); ``include_archived=True`` to see archived ones."""
-        return self._list_all("/v1/vaults", query_params(params))
+        return self._list("/v1/vaults", query_params(params))
 
     def update_vault(
         self, vault_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
     ) -> Json:
         """Change a vault's ``display_name`` or ``metadata``."""
-        body = body_of(body, fields)
-        path = f"/v1/vaults/{segment(vault_id)}"
-        return self._json("POST", path, idempotent=True, body=dict(body))
+        return self._update(f"/v1/vaults/{segment(vault_id)}", body_of(body, fields))
 
     def archive_vault(self, vault_id: str) -> Json:
         """Archive a vault."""
-        path = f"/v1/vaults/{segment(vault_id)}/archive"
-        return self._json("POST", path, idempotent=True, body={})
+        return self._archive(f"/v1/vaults/{segment(vault_id)}")
 
     def delete_vault(self, vault_id: str) -> Json:
         """Delete a vault."""
-        return self._json("DELETE", f"/v1/vaults/{segment(vault_id)}", idempotent=True)
+        return self._delete(f"/v1/vaults/{segment(vault_id)}")
 
     def create_vault_credential(
         self, vault_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
@@ -65,32 +59,29 @@ class VaultsAPI(ClientCore):
         if not isinstance(auth, Mapping) or not auth.get("type"):
             raise ValueError("a vault credential needs an auth mapping with a type")
         path = f"/v1/vaults/{segment(vault_id)}/credentials"
-        return self._json("POST", path, idempotent=False, body=dict(body))
+        return self._json("POST", path, idempotent=False, body=body)
 
     def get_vault_credential(self, vault_id: str, credential_id: str) -> Json:
         """One credential of a vault; its auth comes back without the secret."""
-        return self._json("GET", _credential_path(vault_id, credential_id), idempotent=True)
+        return self._get(_credential_path(vault_id, credential_id))
 
     def list_vault_credentials(self, vault_id: str, **params: Any) -> list[Json]:
         """Every credential of a vault (all pages); ``include_archived=True`` for archived."""
-        return self._list_all(f"/v1/vaults/{segment(vault_id)}/credentials", query_params(params))
+        return self._list(f"/v1/vaults/{segment(vault_id)}/credentials", query_params(params))
 
     def update_vault_credential(
         self, vault_id: str, credential_id: str, body: Mapping[str, Any]
     ) -> Json:
         """Change a credential's ``auth`` (rotate a secret), ``display_name`` or ``metadata``."""
-        path = _credential_path(vault_id, credential_id)
-        return self._json("POST", path, idempotent=True, body=dict(body))
+        return self._update(_credential_path(vault_id, credential_id), dict(body))
 
     def archive_vault_credential(self, vault_id: str, credential_id: str) -> Json:
         """Archive a credential of a vault."""
-        path = f"{_credential_path(vault_id, credential_id)}/archive"
-        return self._json("POST", path, idempotent=True, body={})
+        return self._archive(_credential_path(vault_id, credential_id))
 
     def delete_vault_credential(self, vault_id: str, credential_id: str) -> Json:
         """Delete a credential of a vault."""
-        path = _credential_path(vault_id, credential_id)
-        return self._json("DELETE", path, idempotent=True)
+        return self._delete(_credential_path(vault_id, credential_id))
 
     def validate_vault_credential(self, vault_id: str, credential_id: str) -> Json:
         """Probe an MCP OAuth credential against its MCP server now: ``status`` is

@@ -33,9 +33,9 @@ from typing_extensions import Self
 
 from req_managed_agents.errors import APIError, ConfigurationError
 from req_managed_agents.providers.claude.api._core import (
-    MAX_METADATA_PAIRS,
     ClientCore,
     Json,
+    checked_metadata,
     segment,
 )
 from req_managed_agents.transport._config import credential
@@ -58,13 +58,8 @@ NO_HEARTBEAT = "NO_HEARTBEAT"
 # The error code of a heartbeat refused because the lease moved on (HTTP 412).
 HEARTBEAT_PRECONDITION_FAILED = "heartbeat_precondition_failed"
 
-_MAX_METADATA_KEY = 64
-_MAX_METADATA_VALUE = 512
 
-
-def _id(field: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ConfigurationError(f"{field} must be a string, got {type(value).__name__}")
+def _id(field: str, value: str) -> str:
     try:
         return segment(value)
     except ValueError as exc:
@@ -92,21 +87,10 @@ def _text(field: str, value: object) -> str:
 
 def _metadata_patch(metadata: object) -> dict[str, str | None]:
     """A metadata patch: a string upserts its key, None deletes it."""
-    if not isinstance(metadata, Mapping):
-        raise ConfigurationError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    if len(metadata) > MAX_METADATA_PAIRS:
-        raise ConfigurationError(f"metadata holds at most {MAX_METADATA_PAIRS} keys")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not 1 <= len(key) <= _MAX_METADATA_KEY:
-            raise ConfigurationError(
-                f"metadata keys are strings of 1 to {_MAX_METADATA_KEY} characters, got {key!r}"
-            )
-        if value is not None and (not isinstance(value, str) or len(value) > _MAX_METADATA_VALUE):
-            raise ConfigurationError(
-                f"metadata[{key!r}] must be None or a string of at most "
-                f"{_MAX_METADATA_VALUE} characters"
-            )
-    return dict(metadata)
+    try:
+        return checked_metadata(metadata, patch=True)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 def _work_path(environment_id: str, work_id: str | None = None) -> str:
@@ -327,9 +311,8 @@ class WorkAPI(ClientCore):
 
     def get_work(self, environment_id: str, work_id: str) -> Json:
         """``GET .../work/{id}``: one item (never its secret). The API key."""
-        path = _work_path(environment_id, work_id)
         tags = _tags(None, environment_id, work_id)
-        return self._json("GET", path, idempotent=True, telemetry_metadata=tags)
+        return self._get(_work_path(environment_id, work_id), telemetry_metadata=tags)
 
     def update_work(
         self, environment_id: str, work_id: str, *, metadata: Mapping[str, str | None]
@@ -347,18 +330,11 @@ class WorkAPI(ClientCore):
     def list_work(self, environment_id: str) -> list[Json]:
         """``GET .../work``: every work item of the environment (all pages). The
         environment key."""
-        return self._list_all(
-            _work_path(environment_id), telemetry_metadata=_tags(None, environment_id)
-        )
+        tags = _tags(None, environment_id)
+        return self._list(_work_path(environment_id), telemetry_metadata=tags)
 
     def get_work_stats(self, environment_id: str) -> Json:
         """``GET .../work/stats``: the queue's ``depth`` (waiting), ``pending`` (polled, not
         acknowledged), ``oldest_queued_at`` and ``workers_polling`` (in the last 30 s)."""
-        path = f"{_work_path(environment_id)}/stats"
-        return self._json(
-            "GET",
-            path,
-            idempotent=True,
-            telemetry_metadata=_tags(None, environment_id),
-            required=("depth",),  # counts, not an item
-        )
+        path, tags = f"{_work_path(environment_id)}/stats", _tags(None, environment_id)
+        return self._get(path, telemetry_metadata=tags, required=("depth",))  # counts, no id

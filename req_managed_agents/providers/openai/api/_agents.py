@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from req_managed_agents.providers._api import body_of
 from req_managed_agents.providers.openai.api._core import (
     ClientCore,
     Json,
@@ -18,13 +19,7 @@ __all__ = ["AgentsAPI"]
 
 def _agent_body(body: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Json:
     """A body given as a mapping, as keywords, or both (a field given twice is refused)."""
-    if body is not None and not isinstance(body, Mapping):
-        raise TypeError(f"the body must be a mapping, got {type(body).__name__}")
-    merged = dict(body or {})
-    twice = sorted(set(merged) & set(fields))
-    if twice:
-        raise ValueError(f"{', '.join(twice)} given both in the body and as keywords")
-    merged.update(fields)
+    merged = body_of(body, fields)
     if merged.get("metadata") is not None:
         merged["metadata"] = checked_metadata(merged["metadata"])
     tools = merged.get("tools")
@@ -46,7 +41,7 @@ class AgentsAPI(ClientCore):
 
     def get_agent(self, agent_id: str) -> Json:
         """One agent."""
-        return self._json("GET", f"/agents/{segment(agent_id)}", idempotent=True)
+        return self._get(f"/agents/{segment(agent_id)}")
 
     def update_agent(
         self, agent_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
@@ -58,8 +53,8 @@ class AgentsAPI(ClientCore):
 
     def list_agents(self, *, order: str | None = None) -> list[Json]:
         """Every agent (all pages), newest first unless ``order="asc"``."""
-        return list(self._iter_pages("/agents", list_params(order=order)))
+        return self._list("/agents", list_params(order=order))
 
     def delete_agent(self, agent_id: str) -> Json:
         """Delete an agent; sessions started from it go on."""
-        return self._json("DELETE", f"/agents/{segment(agent_id)}", idempotent=True)
+        return self._delete(f"/agents/{segment(agent_id)}")

@@ -1,5 +1,6 @@
-"""What every OpenAI Agents API noun shares: the authenticated HTTP client, error parsing,
-cursor paging and the checks of ids and metadata.
+"""What every OpenAI Agents API noun shares: the client core of
+:mod:`~req_managed_agents.providers._api` with the Agents API's errors, ``after`` cursors and
+bearer key, and the checks of list parameters.
 
 Retries follow the :mod:`~req_managed_agents.transport._backoff` policy:
 
@@ -16,16 +17,21 @@ Retries follow the :mod:`~req_managed_agents.transport._backoff` policy:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 import requests
 
-from req_managed_agents.errors import APIError
-from req_managed_agents.transport._backoff import RetryPolicy, parse_retry_after
-from req_managed_agents.transport._http import HttpClient, api_error
-from req_managed_agents.transport._json import excerpt, json_object, loads
+from req_managed_agents.providers._api import (
+    MAX_METADATA_PAIRS,
+    ApiCore,
+    ApiDialect,
+    Json,
+    checked_metadata,
+    id_value,
+    segment,
+)
+from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._redact import Secret
 
 __all__ = [
@@ -45,76 +51,27 @@ REQUESTS = RetryPolicy()
 
 # The beta header every Agents API request carries.
 AGENTS_BETA = "agents=v1"
-# Lists page at most 100 resources a request (the API's cap).
-LIST_PAGE_SIZE = 100
-_ERROR_BODY_EXCERPT = 2000
-
-# The API's metadata limits (agents, sessions).
-MAX_METADATA_PAIRS = 16
-_MAX_METADATA_KEY = 64
-_MAX_METADATA_VALUE = 512
-
-Json = dict[str, Any]
 
 
-def segment(value: str) -> str:
-    """One path segment; an id can never escape into another path."""
-    if not isinstance(value, str) or not value or value in (".", ".."):
-        raise ValueError(f"an id must be a non-empty string other than '.' or '..', got {value!r}")
-    return quote(value, safe="")
-
-
-def id_value(field: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field} must be a non-empty string, got {value!r}")
-    return value
-
-
-def checked_metadata(metadata: object) -> dict[str, str]:
-    """String keys and values within the API's limits (16 pairs, 64- and 512-char caps)."""
-    if not isinstance(metadata, Mapping):
-        raise ValueError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    if len(metadata) > MAX_METADATA_PAIRS:
-        raise ValueError(f"metadata holds at most {MAX_METADATA_PAIRS} pairs, got {len(metadata)}")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not 1 <= len(key) <= _MAX_METADATA_KEY:
-            raise ValueError(
-                f"metadata keys must be strings of 1 to {_MAX_METADATA_KEY} characters, got {key!r}"
-            )
-        if not isinstance(value, str) or len(value) > _MAX_METADATA_VALUE:
-            raise ValueError(
-                f"metadata[{key!r}] must be a string of at most {_MAX_METADATA_VALUE} characters"
-            )
-    return dict(metadata)
-
-
-def _parse_openai_error(response: requests.Response) -> APIError:
+def _error_facts(body: Json, headers: Mapping[str, str]) -> tuple[object, object, object]:
     """``{"error": {"message", "type", "param", "code"}}``; the ``code`` names the error
     more precisely than the ``type`` where both are given."""
-    try:
-        body: Any = loads(response.content)
-    except ValueError:
-        body = excerpt(response.content, _ERROR_BODY_EXCERPT)
-    error = body.get("error") if isinstance(body, dict) else None
-    error_type = message = None
-    if isinstance(error, dict):
-        error_type = error.get("code") or error.get("type")
-        message = error.get("message")
-    if not isinstance(message, str) or not message:
-        text = body.strip() if isinstance(body, str) else ""
-        message = text or response.reason or f"HTTP {response.status_code}"
-    return api_error(
-        response.status_code,
-        error_type if isinstance(error_type, str) else None,
-        message,
-        response.headers.get("x-request-id"),
-        body=body,
-        retry_after=parse_retry_after(response.headers),
-    )
+    error = body["error"] if isinstance(body.get("error"), dict) else {}
+    return error.get("code") or error.get("type"), error.get("message"), headers.get("x-request-id")
 
 
-class ClientCore:
+def _next_page(page: Json, items: list[Json]) -> dict[str, Any] | None:
+    """The ``after`` cursor (a page's ``last_id``, else its last item's id) while
+    ``has_more`` says there is more."""
+    cursor = page.get("last_id") or (items[-1]["id"] if items else None)
+    return {"after": cursor} if page.get("has_more") and isinstance(cursor, str) else None
+
+
+class ClientCore(ApiCore):
     """The authenticated, pooled HTTP client under every noun of the Agents API."""
+
+    # Answers carry tool arguments and schemas, which may nest absurdly deep.
+    _dialect = ApiDialect(_error_facts, _next_page, "x-request-id", cut_deep=True)
 
     def __init__(
         self,
@@ -130,29 +87,9 @@ class ClientCore:
         self._api_key = api_key
         self.organization = organization
         self.project = project
-        self._http = HttpClient(
-            base_url,
-            timeout=timeout,
-            retry=REQUESTS.but(max_retries=max_retries),
-            parse_error=_parse_openai_error,
-            authenticate=self._authenticate,
-            session=http,
-            request_id_header="x-request-id",
+        super().__init__(
+            base_url, timeout=timeout, retry=REQUESTS.but(max_retries=max_retries), http=http
         )
-
-    @property
-    def base_url(self) -> str:
-        """The API root every path is joined to (``.../v1``)."""
-        return self._http.base_url
-
-    @property
-    def timeout(self) -> float:
-        """Seconds a request may wait for each read."""
-        return self._http.timeout
-
-    def close(self) -> None:
-        """Release pooled connections."""
-        self._http.close()
 
     def _authenticate(self, request: requests.PreparedRequest) -> None:
         request.headers["authorization"] = f"Bearer {self._api_key.reveal()}"
@@ -161,73 +98,6 @@ class ClientCore:
             request.headers["openai-organization"] = self.organization
         if self.project:
             request.headers["openai-project"] = self.project
-
-    def _json(
-        self,
-        method: str,
-        path: str,
-        *,
-        idempotent: bool,
-        body: Any = None,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        telemetry_metadata: Mapping[str, Any] | None = None,
-        required: tuple[str, ...] = ("id",),
-        listing: str | None = None,
-        item_required: tuple[str, ...] = (),
-    ) -> Json:
-        """The JSON object a request answers, checked (``transport._json.json_object``):
-        a resource's answer must carry its ``id`` (``required=()`` for the others); a
-        ``listing`` member (``data``), when present, must be a list of objects, each with
-        the ``item_required`` fields."""
-        response = self._http.request(
-            method,
-            path,
-            idempotent=idempotent,
-            json=body,
-            params=params,
-            headers=headers,
-            telemetry_metadata=telemetry_metadata,
-        )
-        return json_object(
-            response,
-            f"{method} {path}",
-            request_id_header="x-request-id",
-            cut_deep=True,
-            required=required,
-            listing=listing,
-            item_required=item_required,
-        )
-
-    def _iter_pages(
-        self,
-        path: str,
-        params: Mapping[str, Any] | None = None,
-        telemetry_metadata: Mapping[str, Any] | None = None,
-    ) -> Iterator[Json]:
-        """Follow the ``after`` cursor (a page's ``last_id``, else its last item's id) while
-        ``has_more`` says there is more; stop iterating and no further page is asked for.
-        Every item must carry its ``id``."""
-        query: dict[str, Any] = {"limit": LIST_PAGE_SIZE, **(params or {})}
-        seen: set[str] = set()
-        while True:
-            page = self._json(
-                "GET",
-                path,
-                idempotent=True,
-                params=query,
-                telemetry_metadata=telemetry_metadata,
-                required=("data",),
-                listing="data",
-                item_required=("id",),
-            )
-            items: list[Json] = page["data"]  # objects, each checked
-            yield from items
-            cursor = page.get("last_id") or (items[-1]["id"] if items else None)
-            if not page.get("has_more") or not isinstance(cursor, str) or cursor in seen:
-                return  # a server repeating a cursor would otherwise loop forever
-            seen.add(cursor)
-            query = {**query, "after": cursor}
 
 
 def list_params(

@@ -27,7 +27,8 @@ class ItemsAPI(ClientCore):
         """The root agent's items (messages, function calls and outputs, ...), a page at a
         time; stop iterating and no further page is asked for."""
         path = f"/agents/sessions/{segment(session_id)}/items"
-        return self._iter_pages(path, list_params(order=order, after=after), telemetry_metadata)
+        params = list_params(order=order, after=after)
+        return self._pages(path, params, telemetry_metadata=telemetry_metadata)
 
     def list_items(self, session_id: str, *, order: str = "asc") -> list[Json]:
         """Every item of the session, oldest first unless ``order="desc"``."""

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import requests
 
-from req_managed_agents.errors import (
-    APIError,
-    IdleTimeoutError,
-    MalformedResponseError,
-    ManagedAgentsError,
-    RateLimitError,
-    ServerError,
-    TransportError,
-)
 from req_managed_agents.providers.openai.api._core import (
     MAX_METADATA_PAIRS,
     ClientCore,
@@ -27,8 +18,6 @@ from req_managed_agents.providers.openai.api._core import (
     list_params,
     segment,
 )
-from req_managed_agents.transport._backoff import pause
-from req_managed_agents.transport._json import json_object
 
 __all__ = ["CREATE_TOKEN_KEY", "ENVIRONMENT_TYPES", "SessionsAPI", "user_input"]
 
@@ -191,22 +180,16 @@ class SessionsAPI(ClientCore):
             prompt_cache_options,
             create_token,
         )
-        found = self._create(body, telemetry_metadata)
-        if isinstance(found, dict):
-            return found
-        try:
-            return json_object(
-                found, "POST /agents/sessions", request_id_header="x-request-id", required=("id",)
-            )
-        except MalformedResponseError as unusable:
-            token = str(body["metadata"].get(CREATE_TOKEN_KEY, ""))
-            try:
-                made = self.find_created_session(token, body.get("agent_id"), telemetry_metadata)
-            except ManagedAgentsError as exc:
-                raise unusable from exc
-            if made is None:
-                raise
-            return made
+        return self._create_or_find(
+            lambda: self._json(
+                "POST",
+                "/agents/sessions",
+                idempotent=False,
+                body=body,
+                telemetry_metadata=telemetry_metadata,
+            ),
+            self._finder(body, telemetry_metadata),
+        )
 
     def stream_new_session(
         self,
@@ -246,7 +229,21 @@ class SessionsAPI(ClientCore):
         )
         body["stream"] = True
         body["stream_options"] = {"include_obfuscation": False}
-        made = self._create(body, telemetry_metadata, idle_timeout, cancelled)
+        made = self._create_or_find(
+            lambda: self._http.request(
+                "POST",
+                "/agents/sessions",
+                idempotent=False,
+                json=body,
+                stream=True,
+                read_timeout=idle_timeout,
+                cancelled=cancelled,
+                headers={"accept": "text/event-stream"},
+                telemetry_metadata=telemetry_metadata,
+            ),
+            self._finder(body, telemetry_metadata),
+            cancelled,
+        )
         return str(body["metadata"].get(CREATE_TOKEN_KEY, "")), made
 
     def find_created_session(
@@ -262,7 +259,9 @@ class SessionsAPI(ClientCore):
         params: dict[str, Any] = {"order": "desc", f"metadata[{CREATE_TOKEN_KEY}]": token}
         if agent_id is not None:
             params["agent_id"] = agent_id
-        for session in self._iter_pages("/agents/sessions", params, telemetry_metadata):
+        for session in self._pages(
+            "/agents/sessions", params, telemetry_metadata=telemetry_metadata
+        ):
             metadata = session.get("metadata")
             if (
                 isinstance(metadata, Mapping)
@@ -272,58 +271,22 @@ class SessionsAPI(ClientCore):
                 return session
         return None
 
-    def _create(
-        self,
-        body: Json,
-        telemetry_metadata: Mapping[str, Any] | None,
-        idle_timeout: float | None = None,
-        cancelled: threading.Event | None = None,
-    ) -> requests.Response | Json:
-        """Post the create; after a failure that proves nothing, look for the session it
-        may have made before posting again (a streaming create's answer is its stream)."""
+    def _finder(
+        self, body: Json, telemetry_metadata: Mapping[str, Any] | None
+    ) -> Callable[[], Json | None] | None:
+        """What looks for the session a create of ``body`` made, if its metadata carries a
+        create token."""
         token = body["metadata"].get(CREATE_TOKEN_KEY)
-        attempt = 0
-        while True:
-            try:
-                return self._http.request(
-                    "POST",
-                    "/agents/sessions",
-                    idempotent=False,
-                    json=body,
-                    stream=idle_timeout is not None,
-                    read_timeout=idle_timeout,
-                    cancelled=cancelled,
-                    headers={"accept": "text/event-stream"} if idle_timeout is not None else None,
-                    telemetry_metadata=telemetry_metadata,
-                )
-            except (TransportError, ServerError, RateLimitError, IdleTimeoutError) as exc:
-                # A refusal the HTTP layer gave up on proves nothing was made: give up too.
-                # A stream whose head never came in time is as ambiguous as a lost answer.
-                refused = isinstance(exc, APIError) and exc.retry_after is not None
-                if token is None or refused or attempt >= self._http.retry.max_retries:
-                    raise
-                if not (isinstance(exc, TransportError) and exc.not_sent):
-                    # A slow server may still be making it: give it the policy's pause
-                    # before looking, lest the look miss it and a second one be made.
-                    if not pause(self._http.retry.delay(attempt), cancelled):
-                        raise
-                    made = self.find_created_session(
-                        token, body.get("agent_id"), telemetry_metadata
-                    )
-                    if made is not None:
-                        return made
-                attempt += 1
+        if token is None:
+            return None
+        return lambda: self.find_created_session(token, body.get("agent_id"), telemetry_metadata)
 
     def get_session(
         self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None
     ) -> Json:
         """A session: status, the actions it waits for, usage, spend."""
-        return self._json(
-            "GET",
-            f"/agents/sessions/{segment(session_id)}",
-            idempotent=True,
-            telemetry_metadata=telemetry_metadata,
-        )
+        path = f"/agents/sessions/{segment(session_id)}"
+        return self._get(path, telemetry_metadata=telemetry_metadata)
 
     def update_session(
         self, session_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any
@@ -354,8 +317,8 @@ class SessionsAPI(ClientCore):
             params["agent_id"] = id_value("agent_id", agent_id)
         for key, value in checked_metadata(metadata or {}).items():
             params[f"metadata[{key}]"] = value
-        return list(self._iter_pages("/agents/sessions", params))
+        return self._list("/agents/sessions", params)
 
     def delete_session(self, session_id: str) -> Json:
         """Delete a session."""
-        return self._json("DELETE", f"/agents/sessions/{segment(session_id)}", idempotent=True)
+        return self._delete(f"/agents/sessions/{segment(session_id)}")

@@ -13,22 +13,22 @@ class SubagentsAPI(ClientCore):
     def list_subagents(self, session_id: str) -> list[Json]:
         """The subagents the session's agent created."""
         path = f"/agents/sessions/{segment(session_id)}/subagents"
-        return list(self._iter_pages(path))
+        return self._list(path)
 
     def get_subagent(self, session_id: str, subagent_id: str) -> Json:
         """One subagent."""
         path = f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}"
-        return self._json("GET", path, idempotent=True)
+        return self._get(path)
 
     def list_subagent_items(self, session_id: str, subagent_id: str) -> list[Json]:
         """A subagent's items, oldest first."""
         path = f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}/items"
-        return list(self._iter_pages(path, list_params(order="asc")))
+        return self._list(path, list_params(order="asc"))
 
     def list_subagent_turns(self, session_id: str, subagent_id: str) -> list[Json]:
         """A subagent's turns, newest first."""
         path = f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}/turns"
-        return list(self._iter_pages(path, list_params(order="desc")))
+        return self._list(path, list_params(order="desc"))
 
     def get_subagent_turn(self, session_id: str, subagent_id: str, turn_id: str) -> Json:
         """One of a subagent's turns."""
@@ -36,7 +36,7 @@ class SubagentsAPI(ClientCore):
             f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}"
             f"/turns/{segment(turn_id)}"
         )
-        return self._json("GET", path, idempotent=True)
+        return self._get(path)
 
     def list_subagent_turn_items(
         self, session_id: str, subagent_id: str, turn_id: str
@@ -46,4 +46,4 @@ class SubagentsAPI(ClientCore):
             f"/agents/sessions/{segment(session_id)}/subagents/{segment(subagent_id)}"
             f"/turns/{segment(turn_id)}/items"
         )
-        return list(self._iter_pages(path, list_params(order="asc")))
+        return self._list(path, list_params(order="asc"))

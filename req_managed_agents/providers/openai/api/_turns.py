@@ -22,7 +22,7 @@ class TurnsAPI(ClientCore):
     ) -> Iterator[Json]:
         """The session's turns (root and subagent), newest first unless ``order="asc"``."""
         path = f"/agents/sessions/{segment(session_id)}/turns"
-        return self._iter_pages(path, list_params(order=order), telemetry_metadata)
+        return self._pages(path, list_params(order=order), telemetry_metadata=telemetry_metadata)
 
     def list_turns(self, session_id: str, *, order: str = "desc") -> list[Json]:
         """Every turn of the session."""
@@ -30,8 +30,7 @@ class TurnsAPI(ClientCore):
 
     def get_turn(self, session_id: str, turn_id: str) -> Json:
         """One turn: status, usage, error."""
-        path = f"/agents/sessions/{segment(session_id)}/turns/{segment(turn_id)}"
-        return self._json("GET", path, idempotent=True)
+        return self._get(f"/agents/sessions/{segment(session_id)}/turns/{segment(turn_id)}")
 
     def list_turn_items(
         self,
@@ -43,4 +42,4 @@ class TurnsAPI(ClientCore):
     ) -> list[Json]:
         """The items of one root turn, its subagent interactions included."""
         path = f"/agents/sessions/{segment(session_id)}/turns/{segment(turn_id)}/items"
-        return list(self._iter_pages(path, list_params(order=order), telemetry_metadata))
+        return self._list(path, list_params(order=order), telemetry_metadata=telemetry_metadata)
