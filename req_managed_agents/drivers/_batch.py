@@ -48,6 +48,7 @@ from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError, RateLimitError
 from req_managed_agents.model._progress import Progress, ProgressCallback
 from req_managed_agents.model._vocabulary import SessionResult
+from req_managed_agents.providers._base import Provider
 from req_managed_agents.stores import FileStore
 from req_managed_agents.tools._handler import Handler, describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
@@ -149,7 +150,7 @@ def content_id(prompt: str, options: Mapping[str, Any], taken: set[str]) -> str:
 
 
 def run_batch(
-    provider: Any,
+    provider: Provider,
     prompts: Iterable[str | BatchItem],
     *,
     handler: Handler,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_for_futures
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
@@ -31,8 +32,8 @@ from req_managed_agents.providers._base import (
     Aborted,
     Conversation,
     CreateToken,
+    Opening,
     Provider,
-    takes_first_prompt,
 )
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
@@ -386,23 +387,19 @@ class Session:
         (a reattached session's), the prompt still to send, and the run's key binding."""
         if self._conversation is not None:
             return self._conversation, None, prompt, None
-        # Passed only where they apply: a provider of the user's own may take neither.
-        takes_prompt = takes_first_prompt(self._provider)
-        first: dict[str, Any] = {"prompt": prompt or DEFAULT_PROMPT} if takes_prompt else {}
-        tools = self._handler.schemas() if isinstance(self._handler, Tools) else None
+        opening = Opening(
+            self._deliver,
+            self._settings.metadata,
+            self._settings.telemetry,
+            on_text=RunText(lambda: self._run),
+            handler_tools=self._handler.schemas() if isinstance(self._handler, Tools) else None,
+            cancelled=stop,
+            prompt=prompt or DEFAULT_PROMPT,
+        )
 
         def open_conversation(resume: str | None, token: CreateToken | None = None) -> Conversation:
             conversation = self._provider.open_conversation(
-                self._connect,
-                on_event=self._deliver,
-                on_text=RunText(lambda: self._run),
-                handler_tools=tools,
-                metadata=self._settings.metadata,
-                telemetry_metadata=self._settings.telemetry,
-                cancelled=stop,
-                resume=resume,
-                **({} if token is None else {"create_token": token}),
-                **first,
+                self._connect, replace(opening, resume=resume, create_token=token)
             )
             with self._lock:
                 self._conversation = conversation

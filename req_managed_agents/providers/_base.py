@@ -12,8 +12,11 @@ from __future__ import annotations
 import difflib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
+
+from typing_extensions import Self
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
@@ -32,14 +35,15 @@ __all__ = [
     "Conversation",
     "CreateToken",
     "EventSink",
+    "Opening",
     "Origin",
     "Provider",
+    "ProviderBase",
     "TextSink",
     "check_options",
     "count",
     "handle_id",
     "handle_value",
-    "takes_first_prompt",
 ]
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -169,39 +173,81 @@ class Conversation(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Opening:
+    """What the drivers hand a provider to open a conversation with, besides the user's
+    connect options: where events and text go, what tags them, and how this run opens.
+
+    ``handler_tools`` are the declarations of the handler's tools when it is a ``Tools``
+    registry: a provider that declares tools per session uses them unless told others.
+    ``cancelled`` is set when the session is closed while the opening still runs: a provider
+    that waits there (for a stream to attach, say) stops waiting, and leaves nothing running
+    behind it. ``resume`` names a provider session to reattach to, whatever the options say
+    (a keyed run continuing the session its key names). ``create_token``: a session made now
+    carries it, and one an earlier attempt made with it is adopted (see
+    :class:`CreateToken`). ``prompt`` is the run's first prompt, for a runtime that starts a
+    session with it (OpenAI); the others ignore it.
+    """
+
+    on_event: EventSink
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    telemetry_metadata: Mapping[str, Any] = field(default_factory=dict)
+    on_text: TextSink | None = None
+    handler_tools: Sequence[Mapping[str, Any]] | None = None
+    cancelled: threading.Event | None = None
+    resume: str | None = None
+    create_token: CreateToken | None = None
+    prompt: str | None = None
+
+
 class Provider(Protocol):
-    """A managed agent runtime the drivers can open conversations with. ``options`` names
-    the connect options it takes; a session checks them when it is made, so that a typo
-    fails there, with the closest name, before anything is sent."""
+    """A managed agent runtime the drivers can open conversations with - the one protocol
+    every provider satisfies in full. ``name`` is its short name (the CLI's ``--provider``),
+    ``label`` how errors name it; ``options`` the connect options a session may pass (checked
+    when the session is made, so a typo fails there, with the closest name, before anything
+    is sent) and ``session_options`` those that shape a new session (option -> the API's
+    field). A provider holds a pooled client: ``close()`` or a ``with`` block releases it."""
 
     name: str
+    label: str
     options: frozenset[str]
+    session_options: Mapping[str, str]
+    supports_outcomes: bool
 
-    def open_conversation(
-        self,
-        options: Mapping[str, Any],
-        *,
-        on_event: EventSink,
-        metadata: Mapping[str, Any],
-        telemetry_metadata: Mapping[str, Any],
-        on_text: TextSink | None = None,
-        handler_tools: Sequence[Mapping[str, Any]] | None = None,
-        cancelled: threading.Event | None = None,
-        resume: str | None = None,
-        create_token: CreateToken | None = None,
-    ) -> Conversation:
-        """Create or reattach a provider session described by the driver's ``**connect``.
-
-        ``handler_tools`` are the declarations of the handler's tools when it is a ``Tools``
-        registry: a provider that declares tools per session uses them unless told others.
-        ``cancelled`` is set when the session is closed while this call still runs: a
-        provider that waits here (for a stream to attach, say) stops waiting then, and
-        leaves nothing running behind it. ``resume`` names a provider session to reattach
-        to, whatever the options say (a keyed run continuing the session its key names).
-        ``create_token``: a session this call creates carries it, and one an earlier attempt
-        created with it is adopted (see :class:`CreateToken`).
-        """
+    def open_conversation(self, options: Mapping[str, Any], opening: Opening) -> Conversation:
+        """Create or reattach a provider session described by the driver's ``**connect``."""
         ...
+
+    def close(self) -> None:
+        """Release the pooled connections."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+class ProviderBase:
+    """What every provider shares beyond its runtime: the protocol's plain members and its
+    client's lifetime. A subclass sets ``name``, ``label``, ``options`` (and
+    ``session_options``) and a ``client`` with a ``close()``."""
+
+    name: str
+    label: str
+    options: frozenset[str]
+    session_options: Mapping[str, str] = MappingProxyType({})
+    supports_outcomes: bool = False
+    client: Any
+
+    def close(self) -> None:
+        """Release the pooled connections."""
+        self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def check_options(
@@ -243,9 +289,3 @@ def handle_id(handle: Any, *names: str) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def takes_first_prompt(provider: Provider) -> bool:
-    """Whether ``provider`` starts its sessions with their first prompt (and so takes it as
-    ``prompt=`` of ``open_conversation``); a provider that says nothing does not."""
-    return getattr(provider, "takes_first_prompt", False) is True

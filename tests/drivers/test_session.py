@@ -25,7 +25,7 @@ from req_managed_agents import (
 )
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.model._vocabulary import Outcome
-from req_managed_agents.providers._base import Aborted, Confirmations, EventSink, TextSink
+from req_managed_agents.providers._base import Aborted, Confirmations, Opening
 from req_managed_agents.testing import ClaudeEmulator
 
 
@@ -101,18 +101,7 @@ class FakeProvider:
         self.conversation = conversation
         self.options: Mapping[str, Any] = {}
 
-    def open_conversation(
-        self,
-        options: Mapping[str, Any],
-        *,
-        on_event: EventSink,
-        metadata: Mapping[str, Any],
-        telemetry_metadata: Mapping[str, Any],
-        on_text: TextSink | None = None,
-        handler_tools: Sequence[Mapping[str, Any]] | None = None,
-        cancelled: threading.Event | None = None,
-        resume: str | None = None,
-    ) -> FakeConversation:
+    def open_conversation(self, options: Mapping[str, Any], opening: Opening) -> FakeConversation:
         self.options = options
         return self.conversation
 

@@ -19,6 +19,7 @@ from req_managed_agents.model._stream import (
     TextReset,
     TextTracker,
 )
+from req_managed_agents.providers._base import Opening
 from req_managed_agents.providers._previews import Previews
 from req_managed_agents.providers.agentcore._conversation import AgentCoreConversation
 from req_managed_agents.testing import (
@@ -57,21 +58,14 @@ class Recorded:
 def _claude(sink: Recorded) -> Iterator[Any]:
     with ClaudeEmulator([Turn(text=TEXT)]) as emulator, emulator.provider() as provider:
         options = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
-        yield provider.open_conversation(
-            options, on_event=lambda e: None, metadata={}, telemetry_metadata={}, on_text=sink
-        )
+        yield provider.open_conversation(options, Opening(lambda e: None, on_text=sink))
 
 
 def _openai(sink: Recorded) -> Iterator[Any]:
     with OpenAIAgentsEmulator() as emulator, emulator.provider() as provider:
         options = {"agent_id": emulator.add_agent([OpenAITurn(text=TEXT)])}
         yield provider.open_conversation(
-            options,
-            on_event=lambda e: None,
-            metadata={},
-            telemetry_metadata={},
-            on_text=sink,
-            prompt="go",
+            options, Opening(lambda e: None, on_text=sink, prompt="go")
         )
 
 
@@ -79,9 +73,7 @@ def _agentcore(sink: Recorded) -> Iterator[Any]:
     pytest.importorskip("botocore")
     with AgentCoreEmulator([ConverseTurn(text=TEXT)]) as emulator, emulator.provider() as provider:
         options = {"harness_arn": emulator.add_harness()}
-        yield provider.open_conversation(
-            options, on_event=lambda e: None, metadata={}, telemetry_metadata={}, on_text=sink
-        )
+        yield provider.open_conversation(options, Opening(lambda e: None, on_text=sink))
 
 
 @pytest.mark.parametrize(

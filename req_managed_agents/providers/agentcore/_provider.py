@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,10 +13,9 @@ import requests
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import (
-    CreateToken,
-    EventSink,
+    Opening,
     Origin,
-    TextSink,
+    ProviderBase,
     check_options,
     handle_id,
 )
@@ -55,7 +54,7 @@ def new_runtime_session_id(token: str | None = None) -> str:
     return f"rma-{hashlib.sha256(token.encode('utf-8', 'surrogatepass')).hexdigest()[:40]}"
 
 
-class BedrockAgentCore:
+class BedrockAgentCore(ProviderBase):
     """AWS Bedrock AgentCore Harness (``InvokeHarness`` over SigV4-signed event streams).
 
     Credentials and region come from botocore's standard chain unless given: environment,
@@ -65,7 +64,8 @@ class BedrockAgentCore:
     that fail to refresh. ``endpoint_url`` / ``control_endpoint_url`` override the data and
     control plane hosts (also ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE`` and
     ``AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL``). ``timeout`` bounds each control-plane
-    request; ``idle_timeout`` is the longest silence tolerated inside a streamed invocation.
+    request. ``idle_timeout`` (the longest silence tolerated inside a streamed invocation) is
+    a session option, as on every provider; the constructor's is deprecated.
     Needs the ``[aws]`` extra.
 
     Driver options: ``harness_arn`` (or ``harness=`` handle), ``runtime_session_id``
@@ -80,8 +80,8 @@ class BedrockAgentCore:
     """
 
     name = PROVIDER_NAME
-    options = OPTIONS  # the connect options a session may pass
-    supports_outcomes = False
+    label = "Bedrock AgentCore"
+    options = OPTIONS
 
     def __init__(
         self,
@@ -92,10 +92,19 @@ class BedrockAgentCore:
         endpoint_url: str | None = None,
         control_endpoint_url: str | None = None,
         timeout: float = 60.0,
-        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        idle_timeout: float | None = None,
         max_retries: int = 2,
         http: requests.Session | None = None,
     ) -> None:
+        if idle_timeout is None:
+            idle_timeout = DEFAULT_IDLE_TIMEOUT
+        else:
+            warnings.warn(
+                "BedrockAgentCore(idle_timeout=...) is deprecated: pass idle_timeout= to the "
+                "session (run_to_completion, Session), as on every other provider",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         if timeout <= 0 or idle_timeout <= 0:
             raise ConfigurationError("timeout and idle_timeout must be positive")
         botocore = load_botocore()
@@ -124,39 +133,20 @@ class BedrockAgentCore:
     def __repr__(self) -> str:
         return f"BedrockAgentCore(region={self.client.region!r}, credentials=***)"
 
-    def close(self) -> None:
-        """Release pooled connections."""
-        self.client.close()
-
-    def __enter__(self) -> BedrockAgentCore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def open_conversation(
-        self,
-        options: Mapping[str, Any],
-        *,
-        on_event: EventSink,
-        metadata: Mapping[str, Any],
-        telemetry_metadata: Mapping[str, Any],
-        on_text: TextSink | None = None,
-        handler_tools: Sequence[Mapping[str, Any]] | None = None,
-        cancelled: threading.Event | None = None,
-        resume: str | None = None,
-        create_token: CreateToken | None = None,
+        self, options: Mapping[str, Any], opening: Opening
     ) -> AgentCoreConversation:
         """Prepare a runtime session. With local tools, the harness is read (once per client)
         so its deployed tools are sent with them; nothing is invoked until the first prompt."""
-        check_options(options, OPTIONS, "Bedrock AgentCore")
+        check_options(options, self.options, self.label)
+        create_token = opening.create_token
         harness = options.get("harness")
         harness_arn = options.get("harness_arn") or (
             handle_id(harness, "harness_arn", "arn") if harness else None
         )
         if not harness_arn:
             raise ConfigurationError("an AgentCore session needs harness_arn= (or harness=)")
-        reattached = resume or options.get("runtime_session_id")
+        reattached = opening.resume or options.get("runtime_session_id")
         token = create_token.value if create_token else None
         runtime_session_id = reattached or new_runtime_session_id(token)
         origin: Origin = "reattached" if reattached else "created"
@@ -184,7 +174,7 @@ class BedrockAgentCore:
         harness_tools = options.get("harness_tools", True)
         if not isinstance(harness_tools, bool):
             raise ConfigurationError(f"harness_tools must be True or False, got {harness_tools!r}")
-        request_options = _request_options(options, handler_tools)
+        request_options = _request_options(options, opening.handler_tools)
         if request_options.get("tools") and harness_tools:
             deployed = self.client.cached_harness(str(harness_arn)).get("tools")
             request_options["tools"] = merged_tools(
@@ -198,11 +188,11 @@ class BedrockAgentCore:
             idle_timeout=idle_timeout,
             invoke_retries=retries,
             qualifier=qualifier,
-            on_event=on_event,
-            metadata=metadata,
-            telemetry_metadata=telemetry_metadata,
+            on_event=opening.on_event,
+            metadata=opening.metadata,
+            telemetry_metadata=opening.telemetry_metadata,
             origin=origin,
-            on_text=on_text,
+            on_text=opening.on_text,
             runtime_user_id=runtime_user_id,
         )
 

@@ -151,6 +151,3 @@ class ClaudeManagedAgentsBedrock(ClaudeManagedAgents):
             f"ClaudeManagedAgentsBedrock(region={self.region!r}, "
             f"base_url={self.client.base_url!r}, credentials=***)"
         )
-
-    def __enter__(self) -> ClaudeManagedAgentsBedrock:
-        return self

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -12,9 +11,9 @@ import requests
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import (
     CreateToken,
-    EventSink,
+    Opening,
     Origin,
-    TextSink,
+    ProviderBase,
     check_options,
     handle_id,
     handle_value,
@@ -44,7 +43,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_IDLE_TIMEOUT = 60.0
 
 
-class ClaudeManagedAgents:
+class ClaudeManagedAgents(ProviderBase):
     """Claude Managed Agents (beta ``managed-agents-2026-04-01``).
 
     The API key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the base URL from
@@ -69,11 +68,10 @@ class ClaudeManagedAgents:
     """
 
     name = PROVIDER_NAME
-    options = OPTIONS  # the connect options a session may pass
+    label = "Claude Managed Agents"
+    options = OPTIONS
+    session_options = SESSION_OPTIONS  # option -> create_session's keyword
     supports_outcomes = True
-    # Connect options that shape a new session -> create_session's keyword for each.
-    session_options: Mapping[str, str] = SESSION_OPTIONS
-    label = "Claude Managed Agents"  # how errors name this provider
 
     def __init__(
         self,
@@ -123,38 +121,16 @@ class ClaudeManagedAgents:
         return provider
 
     def __repr__(self) -> str:
-        return f"ClaudeManagedAgents(base_url={self.client.base_url!r}, api_key=***)"
+        return f"{type(self).__name__}(base_url={self.client.base_url!r}, api_key=***)"
 
-    def close(self) -> None:
-        """Release pooled connections."""
-        self.client.close()
-
-    def __enter__(self) -> ClaudeManagedAgents:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def open_conversation(
-        self,
-        options: Mapping[str, Any],
-        *,
-        on_event: EventSink,
-        metadata: Mapping[str, Any],
-        telemetry_metadata: Mapping[str, Any],
-        on_text: TextSink | None = None,
-        handler_tools: Sequence[Mapping[str, Any]] | None = None,
-        cancelled: threading.Event | None = None,
-        resume: str | None = None,
-        create_token: CreateToken | None = None,
-    ) -> ClaudeConversation:
+    def open_conversation(self, options: Mapping[str, Any], opening: Opening) -> ClaudeConversation:
         """Create a session (or reattach to ``session_id``, or adopt the one an earlier
-        attempt created with ``create_token``) and attach its event stream."""
+        attempt created with the opening's create token) and attach its event stream."""
         check_options(options, self.options, self.label)
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
-        session_id = resume or options.get("session_id")
+        session_id = opening.resume or options.get("session_id")
         origin: Origin = "reattached"
         resumed = True
         if not session_id:
@@ -164,7 +140,8 @@ class ClaudeManagedAgents:
                 for option, name in self.session_options.items()
                 if options.get(option) is not None
             }
-            found = self._created_before(create_token, agent, telemetry_metadata)
+            token = opening.create_token
+            found = self._created_before(token, agent, opening.telemetry_metadata)
             if found is not None:
                 session_id, origin = found, "adopted"
             else:
@@ -172,8 +149,8 @@ class ClaudeManagedAgents:
                     session = self.client.create_session(
                         agent,
                         environment_id,
-                        create_token=create_token.value if create_token else None,
-                        telemetry_metadata=telemetry_metadata,
+                        create_token=token.value if token else None,
+                        telemetry_metadata=opening.telemetry_metadata,
                         **extra,
                     )
                 except ValueError as exc:
@@ -189,11 +166,11 @@ class ClaudeManagedAgents:
             str(session_id),
             resumed=resumed,
             idle_timeout=idle_timeout,
-            on_event=on_event,
-            metadata=metadata,
-            telemetry_metadata=telemetry_metadata,
-            on_text=on_text,
-            cancelled=cancelled,
+            on_event=opening.on_event,
+            metadata=opening.metadata,
+            telemetry_metadata=opening.telemetry_metadata,
+            on_text=opening.on_text,
+            cancelled=opening.cancelled,
             provider_name=self.name,
             origin=origin,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import requests
@@ -11,9 +11,9 @@ import requests
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError
 from req_managed_agents.providers._base import (
     CreateToken,
-    EventSink,
+    Opening,
     Origin,
-    TextSink,
+    ProviderBase,
     check_options,
     handle_id,
 )
@@ -40,7 +40,7 @@ DEFAULT_ENVIRONMENT: Mapping[str, Any] = {"type": "none"}
 DEFAULT_IDLE_TIMEOUT = 60.0
 
 
-class OpenAIAgents:
+class OpenAIAgents(ProviderBase):
     """OpenAI's Agents API (``OpenAI-Beta: agents=v1``).
 
     The API key comes from ``api_key`` or ``OPENAI_API_KEY``; the base URL from
@@ -63,12 +63,9 @@ class OpenAIAgents:
     """
 
     name = PROVIDER_NAME
-    options = OPTIONS  # the connect options a session may pass
-    supports_outcomes = False
-    # The drivers pass a run's first prompt to open_conversation: it starts the session.
-    takes_first_prompt = True
-    session_options: Mapping[str, str] = SESSION_OPTIONS
-    label = "OpenAI Agents"  # how errors name this provider
+    label = "OpenAI Agents"
+    options = OPTIONS
+    session_options = SESSION_OPTIONS
 
     def __init__(
         self,
@@ -100,53 +97,29 @@ class OpenAIAgents:
     def __repr__(self) -> str:
         return f"OpenAIAgents(base_url={self.client.base_url!r}, api_key=***)"
 
-    def close(self) -> None:
-        """Release pooled connections."""
-        self.client.close()
-
-    def __enter__(self) -> OpenAIAgents:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def open_conversation(
-        self,
-        options: Mapping[str, Any],
-        *,
-        on_event: EventSink,
-        metadata: Mapping[str, Any],
-        telemetry_metadata: Mapping[str, Any],
-        on_text: TextSink | None = None,
-        handler_tools: Sequence[Mapping[str, Any]] | None = None,
-        cancelled: threading.Event | None = None,
-        resume: str | None = None,
-        create_token: CreateToken | None = None,
-        prompt: str | None = None,
-    ) -> OpenAIConversation:
-        """Create a session with ``prompt`` as its input (or reattach to ``session_id``, or
-        adopt the one an earlier attempt created with ``create_token``) and attach its event
-        stream."""
+    def open_conversation(self, options: Mapping[str, Any], opening: Opening) -> OpenAIConversation:
+        """Create a session with the run's first prompt as its input (or reattach to
+        ``session_id``, or adopt the one an earlier attempt created with the opening's
+        create token) and attach its event stream."""
         check_options(options, self.options, self.label)
         idle_timeout = setting(options.get("idle_timeout"), None, DEFAULT_IDLE_TIMEOUT, float)
         if idle_timeout <= 0:
             raise ConfigurationError("idle_timeout must be positive")
-        session_id = resume or options.get("session_id")
+        telemetry_metadata, token = opening.telemetry_metadata, opening.create_token
+        session_id = opening.resume or options.get("session_id")
         created_with: str | None = None
         opened: Opened | None = None
         origin: Origin = "reattached"
-        if not session_id and create_token is not None and create_token.look_since is not None:
+        if not session_id and token is not None and token.look_since is not None:
             agent_id, _ = _agent(options)
-            found = self.client.find_created_session(
-                create_token.value, agent_id, telemetry_metadata
-            )
+            found = self.client.find_created_session(token.value, agent_id, telemetry_metadata)
             if found is not None:
                 session_id, origin = str(found["id"]), "adopted"
         if not session_id:
             session_id, opened = self._create(
-                options, prompt, idle_timeout, cancelled, telemetry_metadata, create_token
+                options, opening.prompt, idle_timeout, opening.cancelled, telemetry_metadata, token
             )
-            created_with, origin = prompt, "created"
+            created_with, origin = opening.prompt, "created"
         return OpenAIConversation(
             self.client,
             str(session_id),
@@ -154,11 +127,11 @@ class OpenAIAgents:
             origin=origin,
             created_with=created_with,
             idle_timeout=idle_timeout,
-            on_event=on_event,
-            metadata=metadata,
+            on_event=opening.on_event,
+            metadata=opening.metadata,
             telemetry_metadata=telemetry_metadata,
-            on_text=on_text,
-            cancelled=cancelled,
+            on_text=opening.on_text,
+            cancelled=opening.cancelled,
             provider_name=self.name,
             opened=opened,
         )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import BedrockAgentCore, ConfigurationError
+from req_managed_agents.providers._base import Opening
 from req_managed_agents.providers.agentcore._provider import new_runtime_session_id
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYCANARYSECRETKEY"
@@ -36,9 +37,7 @@ def isolated_aws_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 
 
 def open_options(provider: BedrockAgentCore, **options: Any) -> Any:
-    return provider.open_conversation(
-        options, on_event=lambda event: None, metadata={}, telemetry_metadata={}
-    )
+    return provider.open_conversation(options, Opening(lambda event: None))
 
 
 def test_without_botocore_the_error_names_the_extra_to_install() -> None:

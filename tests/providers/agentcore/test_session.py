@@ -32,6 +32,7 @@ from req_managed_agents import (
 )
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import APIError, InvocationOutcomeUnknownError
+from req_managed_agents.providers._base import Opening
 from req_managed_agents.providers.agentcore import (
     BedrockAgentCore,
     _conversation,
@@ -274,10 +275,7 @@ def test_a_stall_past_idle_timeout_raises_quickly_without_retry(
     emulator.stall_stream(after_frames=2, seconds=10)
     seen: list[Mapping[str, Any]] = []
     conversation = provider.open_conversation(
-        {"harness_arn": arn, "idle_timeout": 0.5},
-        on_event=seen.append,
-        metadata={},
-        telemetry_metadata={},
+        {"harness_arn": arn, "idle_timeout": 0.5}, Opening(seen.append)
     )
     started = time.monotonic()
     try:

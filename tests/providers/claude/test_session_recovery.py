@@ -19,7 +19,7 @@ import pytest
 from req_managed_agents import RateLimitError, ToolContext, Tools, run_to_completion, telemetry
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.providers import ClaudeManagedAgents, _delivery
-from req_managed_agents.providers._base import Aborted
+from req_managed_agents.providers._base import Aborted, Opening
 from req_managed_agents.providers.claude import _feed
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
@@ -212,9 +212,7 @@ def stream_gets(emulator: ClaudeEmulator, path: str) -> list[Any]:
 def test_the_result_post_racing_a_cancel_ends_as_cancelled(
     provider: ClaudeManagedAgents, emulator: ClaudeEmulator
 ) -> None:
-    conversation = provider.open_conversation(
-        ids(emulator), on_event=lambda event: None, metadata={}, telemetry_metadata={}
-    )
+    conversation = provider.open_conversation(ids(emulator), Opening(lambda event: None))
     conversation.abort()  # cancel() got here first
     with pytest.raises(Aborted):
         conversation.send_prompt("hi")
