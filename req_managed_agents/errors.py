@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from req_managed_agents.transport._redact import redact, redact_value
+from req_managed_agents._redact import redact, redact_value
 
 __all__ = [
     "APIError",

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from req_managed_agents.transport._redact import get_logger, redact_value
+from req_managed_agents._redact import get_logger, redact_value
 
 __all__ = ["PREFIX", "Callback", "Detach", "attach", "emit", "enabled", "merge_metadata", "span"]
 

@@ -38,13 +38,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._leases import DEFAULT_LEASE, Leases, watch
 from req_managed_agents.errors import LedgerError
 from req_managed_agents.model._vocabulary import ContentBlock, Document, Image, ToolResult
 from req_managed_agents.stores import MemoryStore, Store
 from req_managed_agents.stores._base import RecordStore
 from req_managed_agents.stores._records import records_of
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DEFAULT_TTL", "LedgerEntry", "ToolLedger", "UnfinishedPolicy"]
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.model._stream import StreamItem, TextDelta, TextTracker, TurnEnded
@@ -27,7 +28,6 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.tools._handler import describe_exception
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DONE", "Run", "RunText"]
 

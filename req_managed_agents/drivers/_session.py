@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
@@ -37,7 +38,6 @@ from req_managed_agents.providers._base import (
 )
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["INTERRUPT_WAIT", "Session"]
 

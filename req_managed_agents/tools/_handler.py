@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
+from req_managed_agents._redact import redact
 from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Decision,
@@ -25,7 +26,6 @@ from req_managed_agents.model._vocabulary import (
     ToolUse,
 )
 from req_managed_agents.transport._json import MAX_DEPTH, holds_too_deep
-from req_managed_agents.transport._redact import redact
 
 __all__ = [
     "ConfirmationHandler",

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import ToolResult
 from req_managed_agents.tools._handler import ToolContext, ToolOutput
@@ -30,7 +31,6 @@ from req_managed_agents.toolset._sandbox import (
     unconfined_message,
 )
 from req_managed_agents.toolset._search import GREP_TIMEOUT, SearchTools
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["AGENT_TOOL_NAMES", "DEFAULT_BASH_TIMEOUT", "DEFAULT_MAX_OUTPUT", "AgentToolset"]
 
