@@ -57,6 +57,7 @@ from req_managed_agents._redact import redact, redact_value
 
 __all__ = [
     "APIError",
+    "AmbiguousRunError",
     "ArtifactError",
     "ArtifactNotFoundError",
     "AuthenticationError",
@@ -76,6 +77,7 @@ __all__ = [
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "InvalidArtifactNameError",
+    "InvocationOutcomeUnknownError",
     "LedgerError",
     "MalformedResponseError",
     "ManagedAgentsError",

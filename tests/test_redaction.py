@@ -86,7 +86,8 @@ def test_redact_value_walks_json_like_values() -> None:
 
 
 def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixture) -> None:
-    from req_managed_agents import AuthenticationError, Tools, run_to_completion
+    from req_managed_agents import Tools, run_to_completion
+    from req_managed_agents.errors import AuthenticationError
     from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.testing import ClaudeEmulator
 
@@ -112,7 +113,8 @@ def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixtur
 def test_the_agentcore_provider_never_leaks_its_secret_or_token(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from req_managed_agents import AuthenticationError, BedrockAgentCore, Tools, run_to_completion
+    from req_managed_agents import BedrockAgentCore, Tools, run_to_completion
+    from req_managed_agents.errors import AuthenticationError
     from req_managed_agents.testing import AgentCoreEmulator
 
     secret = "wJalrXUtnFEMI/CANARY/SECRET/KEY/0123456789"

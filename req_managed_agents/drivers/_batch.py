@@ -168,7 +168,7 @@ def run_batch(
     ``output``, each outcome is appended to that JSON Lines file as it comes, prompts that
     already succeeded there are skipped (their outcomes come back with only their ``id``),
     and the others continue their sessions (see the module docs). ``progress`` is called
-    on this thread with a :class:`~req_managed_agents.Progress` as prompts finish and every
+    on this thread with a :class:`~req_managed_agents.model.Progress` as prompts finish and every
     second meanwhile (``ProgressLine()`` shows it as ``rma batch`` does); what it raises
     stops the batch as Ctrl-C does.
     """

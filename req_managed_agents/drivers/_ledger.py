@@ -14,7 +14,7 @@ happened. What to do then is the session's ``on_unfinished`` policy:
   interrupted and not run again, so it can check and decide;
 * ``"rerun"``: run it again (for tools that are safe to repeat); taking an unfinished claim
   over is itself a compare-and-set, so of two workers resuming one session only one reruns;
-* ``"raise"``: stop the run with :class:`~req_managed_agents.UnfinishedToolCallError`.
+* ``"raise"``: stop the run with :class:`~req_managed_agents.errors.UnfinishedToolCallError`.
 
 Entries are records (:class:`~req_managed_agents.stores.RecordStore`): written one key at a
 time, never under the store-wide lock that provisioning holds, so a tool call never waits for

@@ -108,7 +108,7 @@ class ElicitationHandler(Protocol):
     Called once per ``agent.mcp_elicitation`` (Claude on Bedrock): an MCP server asks a
     person to act at a link before a tool call can finish. Show the person the link (it
     is untrusted: do not fetch it), then return
-    :class:`~req_managed_agents.ElicitationAccept`, ``ElicitationDecline`` or
+    :class:`~req_managed_agents.model.ElicitationAccept`, ``ElicitationDecline`` or
     ``ElicitationCancel``. A hook that raises or returns anything else cancels.
     """
 

@@ -2,7 +2,7 @@
 
 In a self-hosted environment the agent's ``bash``, ``read``, ``write``, ``edit``,
 ``glob`` and ``grep`` calls come to the client to run. :class:`AgentToolset` is the
-handler a worker gives them to: it satisfies the :class:`~req_managed_agents.Handler`
+handler a worker gives them to: it satisfies the :class:`~req_managed_agents.tools.Handler`
 protocol, names the calls it answers in ``names``, and answers every call - a refused
 path, a bad field, a tool it does not know - with a result, never an exception.
 """

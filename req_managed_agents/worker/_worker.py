@@ -90,7 +90,7 @@ class EnvironmentWorker:
     hears a :class:`WorkItemReport` as each item is done - including a lost lease, which
     is also logged and never stops the worker. ``worker_id`` names this worker in the
     queue's statistics (default: host, process and a random part). ``progress`` hears a
-    :class:`~req_managed_agents.Progress` each time round the polling loop (sessions served,
+    :class:`~req_managed_agents.model.Progress` each time round the polling loop (sessions served,
     what it waits for, items done, time since :meth:`run` began), on the polling thread;
     what it raises stops the worker as a refused key does.
     """

@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar, Union
 
-from req_managed_agents import SessionInfo, SessionResult, ToolContext, Tools, Usage
+from req_managed_agents import SessionResult, ToolContext, Tools
 from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.model import SessionInfo, Usage
 from req_managed_agents.testing import (
     AgentCoreEmulator,
     ClaudeEmulator,

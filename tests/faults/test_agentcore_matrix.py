@@ -34,14 +34,14 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
+from req_managed_agents import SessionResult, run_to_completion
+from req_managed_agents.errors import (
     IdleTimeoutError,
+    InvocationOutcomeUnknownError,
+    ManagedAgentsError,
     RateLimitError,
     ServerError,
-    SessionResult,
-    run_to_completion,
 )
-from req_managed_agents.errors import InvocationOutcomeUnknownError, ManagedAgentsError
 from req_managed_agents.providers.agentcore import new_runtime_session_id
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, RecordedRequest, call
 from tests.faults._matrix import (

@@ -45,8 +45,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import RateLimitError, ServerError, SessionResult, run_to_completion
-from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents import SessionResult, run_to_completion
+from req_managed_agents.errors import ManagedAgentsError, RateLimitError, ServerError
 from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, RecordedRequest, call
 from tests.faults._matrix import (
     IDLE_TIMEOUT,
