@@ -129,7 +129,8 @@ def _folder_edges() -> dict[tuple[str, str], list[str]]:
 
 def test_no_two_folders_import_each_other() -> None:
     """A loop between folders hides from the module graph when no single module closes it
-    (``errors.py`` imports ``transport/_redact.py``, ``transport/_aws.py`` imports ``errors``)."""
+    (as when ``errors.py`` imported ``transport/_redact.py`` and ``transport/_aws.py`` imports
+    ``errors``)."""
     edges = _folder_edges()
     graph: dict[str, set[str]] = {}
     for source, target in edges:
