@@ -12,7 +12,8 @@ from _replay import ReplayServer, echo, idle, sse
 from _table import Row, ratio
 
 from req_managed_agents import Session as AgentSession
-from req_managed_agents import SessionInfo, Tools
+from req_managed_agents import Tools
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.sse import SSEDecoder
 

@@ -22,7 +22,8 @@ import requests
 from _replay_openai import OpenAIReplayServer, OpenAIScript
 from _table import Row, ratio
 
-from req_managed_agents import Session, SessionInfo, Tools, run_to_completion
+from req_managed_agents import Session, Tools, run_to_completion
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.providers import OpenAIAgents
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, call

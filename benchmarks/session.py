@@ -13,7 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents import SessionInfo, Tools, run_to_completion
+from req_managed_agents import Tools, run_to_completion
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 

@@ -53,10 +53,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from req_managed_agents.transport._redact import redact, redact_value
+from req_managed_agents._redact import redact, redact_value
 
 __all__ = [
     "APIError",
+    "AmbiguousRunError",
     "ArtifactError",
     "ArtifactNotFoundError",
     "AuthenticationError",
@@ -76,6 +77,7 @@ __all__ = [
     "HarnessUnknownStatusError",
     "IdleTimeoutError",
     "InvalidArtifactNameError",
+    "InvocationOutcomeUnknownError",
     "LedgerError",
     "MalformedResponseError",
     "ManagedAgentsError",

@@ -56,19 +56,14 @@ def instrument(tracer_provider: Any = None) -> telemetry.Detach:
     tracer = trace.get_tracer("req_managed_agents", __version__, tracer_provider=tracer_provider)
     bridge = _Bridge(tracer, trace, propagate)
     set_source(bridge.trace_headers)
-    return _Instrumented(telemetry.attach(bridge), bridge)
+    unsubscribe = telemetry.attach(bridge)
 
+    def detach() -> None:
+        """Stop the spans, and the trace headers unless a later ``instrument`` took over."""
+        unsubscribe()
+        set_source(None, only=bridge.trace_headers)
 
-class _Instrumented(telemetry.Detach):
-    """Detaching also stops the trace headers (unless a later ``instrument`` took over)."""
-
-    def __init__(self, detach: telemetry.Detach, bridge: _Bridge) -> None:
-        super().__init__(detach._entry)
-        self._bridge = bridge
-
-    def __call__(self) -> None:
-        super().__call__()
-        set_source(None, only=self._bridge.trace_headers)
+    return telemetry.Detach(detach)
 
 
 class _Bridge:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from req_managed_agents.transport._redact import get_logger, redact_value
+from req_managed_agents._redact import get_logger, redact_value
 
 __all__ = ["PREFIX", "Callback", "Detach", "attach", "emit", "enabled", "merge_metadata", "span"]
 
@@ -52,13 +52,14 @@ _subscribers: tuple[tuple[str, Callback], ...] = ()
 
 
 class Detach:
-    """Handle returned by :func:`attach`; call it (or leave its ``with`` block) to detach."""
+    """Handle returned by :func:`attach`; call it (or leave its ``with`` block) to detach.
+    ``undo`` is what detaching does (a bridge adds its own undoing to a subscription's)."""
 
-    def __init__(self, entry: tuple[str, Callback]) -> None:
-        self._entry = entry
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self._undo = undo
 
     def __call__(self) -> None:
-        _remove(self._entry)
+        self._undo()
 
     def __enter__(self) -> Detach:
         return self
@@ -75,7 +76,7 @@ def attach(callback: Callback, prefix: str = PREFIX) -> Detach:
     entry = (prefix.rstrip("."), callback)
     with _lock:
         _subscribers = (*_subscribers, entry)
-    return Detach(entry)
+    return Detach(lambda: _remove(entry))
 
 
 def _remove(entry: tuple[str, Callback]) -> None:

@@ -1,5 +1,7 @@
 """The package's shape, as docs/architecture.md promises it: public modules at the root and
-folders by role, no import cycle, modules small enough to read whole, one backoff policy."""
+folders by role, no import cycle between modules or folders, imports only down the layer
+table, no private name read across folders, modules small enough to read whole, one backoff
+policy."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "req_managed_agents"
-PUBLIC_ROOT_MODULES = {
+ROOT_MODULES = {  # the public leaves and doors, and one private leaf: redaction
     "__init__.py",
+    "_redact.py",
     "__main__.py",
     "errors.py",
     "telemetry.py",
@@ -102,9 +105,120 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert _cycles(graph) == []
 
 
-def test_the_root_holds_only_the_public_modules() -> None:
+def _folder(name: str) -> str:
+    """What a module belongs to in the layer table: its top folder (``providers/`` for
+    ``providers.claude._feed``), or itself when it sits at the root (``errors.py``)."""
+    top = name.split(".")[1] if "." in name else "__init__"
+    return f"{top}/" if (PACKAGE / top).is_dir() else f"{top}.py"
+
+
+def _folder_edges() -> dict[tuple[str, str], list[str]]:
+    """Every import from one folder into another, with the modules that make it. The root's
+    ``__init__`` and ``__main__`` are the doors, above every layer: left out."""
+    modules = _modules()
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, path in modules.items():
+        if _folder(name) in ("__init__.py", "__main__.py"):
+            continue
+        for target in _imports(name, path, modules):
+            pair = (_folder(name), _folder(target))
+            if pair[0] != pair[1] and pair[1] != "__init__.py":
+                edges.setdefault(pair, []).append(f"{name} -> {target}")
+    return edges
+
+
+def test_no_two_folders_import_each_other() -> None:
+    """A loop between folders hides from the module graph when no single module closes it
+    (as when ``errors.py`` imported ``transport/_redact.py`` and ``transport/_aws.py`` imports
+    ``errors``)."""
+    edges = _folder_edges()
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        graph.setdefault(source, set()).add(target)
+        graph.setdefault(target, set())
+    loops = _cycles(graph)
+    assert loops == [], [
+        edges[(a, b)] for loop in loops for a in loop for b in loop if (a, b) in edges
+    ]
+
+
+def _layers() -> dict[str, int]:
+    """Each folder and root module the architecture page's layer table names, by its row
+    (rows continuing a layer, with an empty first cell, share its number)."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("## Layers", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    ranks: dict[str, int] = {}
+    rank = 0
+    for row in table.splitlines()[2:]:
+        layer, where = row.split("|")[1:3]
+        rank += bool(layer.strip())
+        for place in re.findall(r"`([^`]+)`", where):
+            ranks.setdefault(place.split("/")[0] + "/" if "/" in place else place, rank)
+    return ranks
+
+
+def test_imports_go_only_down_the_layer_table() -> None:
+    ranks = _layers()
+    placed = {_folder(name) for name in _modules()} - {"__init__.py", "__main__.py"}
+    assert placed - set(ranks) == set(), "folders and root modules the layer table leaves out"
+    upward = [
+        found
+        for (source, target), found in sorted(_folder_edges().items())
+        if ranks[target] > ranks[source]
+    ]
+    assert upward == []
+
+
+def _private_names_defined(tree: ast.AST) -> set[str]:
+    """The ``_names`` a module defines: functions, classes, variables and attributes."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {name for name in names if name.startswith("_") and not name.endswith("__")}
+
+
+def _private_reads(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """``obj._name`` on anything but ``self``/``cls``, and ``from module import _name``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not (
+            isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+        ):
+            yield node.lineno, node.attr
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def test_no_folder_reads_a_private_name_of_another() -> None:
+    """A private name is a folder's own business: another folder may import its private
+    modules' public names, never a ``_name`` defined only elsewhere (a store's ``_read``,
+    a ``Detach``'s ``_entry``)."""
+    modules = _modules()
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in modules.items()}
+    defined: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        defined.setdefault(_folder(name), set()).update(_private_names_defined(tree))
+    elsewhere = set().union(*defined.values())
+    offenders = []
+    for name, tree in trees.items():
+        own = defined[_folder(name)]
+        for line, read in _private_reads(tree):
+            if read in modules:
+                continue  # a private module, imported: the package's own business
+            private = read.rpartition(".")[2]
+            if private.startswith("_") and private in elsewhere - own:
+                offenders.append(f"{modules[name].relative_to(ROOT)}:{line} reads {private}")
+    assert offenders == [], offenders
+
+
+def test_the_root_holds_only_the_leaves_and_the_doors() -> None:
     root_modules = {path.name for path in PACKAGE.glob("*.py")}
-    assert root_modules == PUBLIC_ROOT_MODULES
+    assert root_modules == ROOT_MODULES
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,13 @@ import pytest
 PUBLIC_MODULES = [
     "req_managed_agents",
     "req_managed_agents.errors",
+    "req_managed_agents.model",
+    "req_managed_agents.tools",
+    "req_managed_agents.drivers",
+    "req_managed_agents.stores",
+    "req_managed_agents.display",
+    "req_managed_agents.toolset",
+    "req_managed_agents.worker",
     "req_managed_agents.providers",
     "req_managed_agents.providers.claude",
     "req_managed_agents.providers.agentcore",

@@ -132,7 +132,8 @@ class Blocker:
             raise ImportError("blocked for the test")
 
 sys.meta_path.insert(0, Blocker())
-from req_managed_agents import MissingDependencyError, otel
+from req_managed_agents import otel
+from req_managed_agents.errors import MissingDependencyError
 try:
     otel.instrument()
 except MissingDependencyError as error:

@@ -220,7 +220,7 @@ def existing_store(path: Path, *, must_exist: bool = True) -> Any:
 
     store = FileStore(path)
     try:
-        store._read()  # FileStore has no public whole read; a bad file fails here
+        store.items()  # a bad file fails here
     except ProvisioningError as exc:
         raise CliError(
             str(exc), hint="check --store: it names the JSON file rma provision writes"

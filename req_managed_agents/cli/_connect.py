@@ -199,9 +199,9 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_runtime_session_id(value: str) -> None:
-    from req_managed_agents.providers.agentcore._provider import _RUNTIME_SESSION_ID
+    from req_managed_agents.providers.agentcore._provider import RUNTIME_SESSION_ID
 
-    if not _RUNTIME_SESSION_ID.fullmatch(value):
+    if not RUNTIME_SESSION_ID.fullmatch(value):
         raise CliError(
             f"--session-id {value!r} is not an AgentCore runtime session id",
             hint="one is 33-100 letters, digits, '-' or '_'; the summary of a run prints it",

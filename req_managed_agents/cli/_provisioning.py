@@ -349,9 +349,8 @@ def _teardown_named(args: argparse.Namespace, name: str, store: Any) -> dict[str
 
 
 def _stored_handle(store: Any, name: str, path: Path) -> dict[str, Any]:
-    """The one agent handle named ``name`` in the store (FileStore has no listing of its own,
-    so its records are read whole)."""
-    records = [value for value in store._read().values() if isinstance(value, dict)]
+    """The one agent handle named ``name`` in the store."""
+    records = [value for value in store.items().values() if isinstance(value, dict)]
     handles = [r for r in records if r.get("name") == name and r.get("kind") in RUN_PROVIDERS]
     resources = {(r["kind"], r.get("agent_id") or r.get("harness_arn")) for r in handles}
     if len(resources) > 1:

@@ -13,6 +13,8 @@ text:
   line under the text (IPython is only used when it is already imported, so a script never
   pays for it).
 
+Importing this module plugs :class:`VerboseDisplay` into the vocabulary's hook for verbose runs.
+
 Turns are counted as a person reads them: the tools a turn asked for run under that turn's
 number, and the next number shows once they have all finished.
 """
@@ -32,6 +34,7 @@ from req_managed_agents.model._stream import (
     ToolCallFinished,
     ToolCallStarted,
     TurnEnded,
+    register_run_view,
 )
 from req_managed_agents.model._vocabulary import SessionResult
 
@@ -58,6 +61,13 @@ class VerboseDisplay:
         self._view: _View = notebook or _TerminalView(out or sys.stdout, err or sys.stderr)
 
     def __call__(self, item: StreamItem) -> None:
+        if isinstance(item, SessionResult):  # the last word of the line: how the run ended
+            self._view.close(
+                f"{item.terminal} after {item.turns} turn(s), "
+                f"{len(item.tool_uses)} tool call(s), {item.usage.total_tokens} tokens, "
+                f"{format_elapsed(time.monotonic() - self._started)}"
+            )
+            return
         if isinstance(item, TextDelta):
             if self._message is not None and item.message != self._message:
                 self._view.text_break()
@@ -78,14 +88,6 @@ class VerboseDisplay:
             self._turn = item.number
             self._tools_of = item.number if item.turn.terminal == "requires_action" else None
         self._view.status(self._line())
-
-    def finish(self, result: SessionResult) -> None:
-        """The last word of the line: how the run ended."""
-        self._view.close(
-            f"{result.terminal} after {result.turns} turn(s), "
-            f"{len(result.tool_uses)} tool call(s), {result.usage.total_tokens} tokens, "
-            f"{format_elapsed(time.monotonic() - self._started)}"
-        )
 
     def _next_turn(self) -> None:
         if self._tools_of is not None:
@@ -221,3 +223,6 @@ def _notebook_display() -> _NotebookView | None:
         return None
     display: Any = importlib.import_module("IPython.display").display
     return _NotebookView(display({"text/plain": "[starting]"}, raw=True, display_id=True))
+
+
+register_run_view(VerboseDisplay)

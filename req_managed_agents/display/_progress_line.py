@@ -36,7 +36,7 @@ _NUMBERS = re.compile(r"\d+")
 
 
 class ProgressLine:
-    """Shows each :class:`~req_managed_agents.Progress` it is called with on ``stream``
+    """Shows each :class:`~req_managed_agents.model.Progress` it is called with on ``stream``
     (default: standard error): live on a terminal, as plain lines elsewhere (see the module).
     Thread-safe; :meth:`close` (or leaving a ``with`` block) takes the live line away."""
 

@@ -2,7 +2,7 @@
 ``requests.Session`` - open one, run once, close it.
 
 Its overloads type the options per provider, so that a type checker flags a misspelt one:
-the drivers' own (:class:`~req_managed_agents.SessionOptions`) plus the provider's connect
+the drivers' own (:class:`~req_managed_agents.drivers.SessionOptions`) plus the provider's connect
 options. A provider of your own takes its options as ``connect={...}``.
 """
 
@@ -91,7 +91,7 @@ def run_to_completion(
 
     Blocking; the tools of one turn run concurrently; ``on_text`` sees the agent's text as it
     is written. Options other than the drivers' own (``max_turns``, ``tool_timeout``,
-    ``confirm``, ... see :class:`~req_managed_agents.SessionOptions`) are the provider's:
+    ``confirm``, ... see :class:`~req_managed_agents.drivers.SessionOptions`) are the provider's:
     Claude takes ``agent_id``/``agent=``, ``environment_id``/``environment=`` or
     ``session_id`` (resume); AgentCore takes ``harness_arn``/``harness=``,
     ``runtime_session_id`` and its per-invocation limits; OpenAI takes ``agent_id``/``agent=``,

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError, RateLimitError
 from req_managed_agents.model._progress import Progress, ProgressCallback
@@ -52,7 +53,6 @@ from req_managed_agents.providers._base import Provider
 from req_managed_agents.stores import FileStore
 from req_managed_agents.tools._handler import Handler, describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["BatchItem", "BatchOutcome", "content_id", "read_prompts", "run_batch"]
 
@@ -168,7 +168,7 @@ def run_batch(
     ``output``, each outcome is appended to that JSON Lines file as it comes, prompts that
     already succeeded there are skipped (their outcomes come back with only their ``id``),
     and the others continue their sessions (see the module docs). ``progress`` is called
-    on this thread with a :class:`~req_managed_agents.Progress` as prompts finish and every
+    on this thread with a :class:`~req_managed_agents.model.Progress` as prompts finish and every
     second meanwhile (``ProgressLine()`` shows it as ``rma batch`` does); what it raises
     stops the batch as Ctrl-C does.
     """

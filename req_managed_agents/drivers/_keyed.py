@@ -22,7 +22,7 @@ resumed) reattaches the bound session and goes on from where it is:
   binding records how far the run got - each finished turn, and each input just before it is
   sent. A run that stopped between sending an input and seeing its turn end cannot know
   whether the service took it: continuing could double a turn, so it raises
-  :class:`~req_managed_agents.AmbiguousRunError` and sends nothing.
+  :class:`~req_managed_agents.errors.AmbiguousRunError` and sends nothing.
 
 A key names one run of one prompt: the same key with another prompt is refused.
 """

@@ -31,9 +31,9 @@ from typing import Any
 
 from typing_extensions import TypeGuard
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.stores._base import RecordStore
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["CLAIM_POLL", "DEFAULT_LEASE", "Leases", "check_lease", "lapsed_long_ago", "watch"]
 

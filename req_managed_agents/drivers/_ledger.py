@@ -14,7 +14,7 @@ happened. What to do then is the session's ``on_unfinished`` policy:
   interrupted and not run again, so it can check and decide;
 * ``"rerun"``: run it again (for tools that are safe to repeat); taking an unfinished claim
   over is itself a compare-and-set, so of two workers resuming one session only one reruns;
-* ``"raise"``: stop the run with :class:`~req_managed_agents.UnfinishedToolCallError`.
+* ``"raise"``: stop the run with :class:`~req_managed_agents.errors.UnfinishedToolCallError`.
 
 Entries are records (:class:`~req_managed_agents.stores.RecordStore`): written one key at a
 time, never under the store-wide lock that provisioning holds, so a tool call never waits for
@@ -38,13 +38,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._leases import DEFAULT_LEASE, Leases, watch
 from req_managed_agents.errors import LedgerError
 from req_managed_agents.model._vocabulary import ContentBlock, Document, Image, ToolResult
 from req_managed_agents.stores import MemoryStore, Store
 from req_managed_agents.stores._base import RecordStore
 from req_managed_agents.stores._records import records_of
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DEFAULT_TTL", "LedgerEntry", "ToolLedger", "UnfinishedPolicy"]
 

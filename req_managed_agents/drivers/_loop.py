@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import (
     RUNNING_ELSEWHERE,
@@ -66,7 +67,6 @@ from req_managed_agents.tools._handler import (
     ToolContext,
     describe_exception,
 )
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DEFAULT_PROMPT", "REPROMPT", "TurnLoop"]
 

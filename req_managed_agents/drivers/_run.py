@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from req_managed_agents.display._progress import VerboseDisplay
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._keyed import KeyedRun
-from req_managed_agents.model._stream import StreamItem, TextDelta, TextTracker, TurnEnded
+from req_managed_agents.model._stream import ItemSink, StreamItem, TextDelta, TextTracker, TurnEnded
 from req_managed_agents.model._vocabulary import (
     SessionResult,
     Terminal,
@@ -27,7 +27,6 @@ from req_managed_agents.model._vocabulary import (
     Usage,
 )
 from req_managed_agents.tools._handler import describe_exception
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DONE", "Run", "RunText"]
 
@@ -49,7 +48,7 @@ class Run:
     # ``on_text(text, new_message)``: see :func:`~req_managed_agents.drivers._options.text_sink`.
     on_text: Callable[[str, bool], None] | None = None
     items: queue.Queue[StreamItem | _Done] | None = None
-    progress: VerboseDisplay | None = None
+    progress: ItemSink | None = None  # shows a verbose run: its items, then its result
     terminal_tool: str | None = None
     # Events of finished turns (each turn's authoritative record), and those delivered live
     # since the last turn ended; a cancelled run reports both.
@@ -117,7 +116,7 @@ class Run:
             self._finished = True
             held, self._held = self._held, None
         if self.progress is not None and result is not None:
-            self.progress.finish(result)
+            self.progress(result)
         if self.items is not None:
             if held is not None:
                 self.items.put(held)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
-from req_managed_agents.display._progress import VerboseDisplay
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
@@ -26,7 +26,7 @@ from req_managed_agents.drivers._options import SessionOptions, Settings, split_
 from req_managed_agents.drivers._run import DONE, Run, RunText
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_most
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
-from req_managed_agents.model._stream import StreamItem
+from req_managed_agents.model._stream import StreamItem, run_view
 from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
 from req_managed_agents.providers._base import (
     Aborted,
@@ -37,7 +37,6 @@ from req_managed_agents.providers._base import (
 )
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["INTERRUPT_WAIT", "Session"]
 
@@ -291,7 +290,7 @@ class Session:
                 on_text=self._settings.text_sink,
                 items=items,
                 terminal_tool=self._settings.terminal_tool,
-                progress=VerboseDisplay() if self._settings.verbose else None,
+                progress=run_view() if self._settings.verbose else None,
             )
             self._run = run
             # In the caller's context: the run's telemetry and spans join the caller's trace.

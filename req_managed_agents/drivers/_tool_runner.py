@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUse
 from req_managed_agents.tools._handler import Handler, ToolContext, call_tool, describe_exception
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["CallGuard", "ToolRunCancelled", "call_bounded", "run_tools", "wait_at_most"]
 

@@ -1,3 +1,72 @@
-"""The vocabulary: frozen values every other layer speaks (usage, tool calls and results,
-turn and session results, stream items). Pure data; it imports nothing of the package but
-:mod:`req_managed_agents.errors`. Internal: the public names are re-exported at the top."""
+"""The vocabulary: the frozen values every layer speaks - usage, tool calls and results, turn
+and session results, a confirmation's answers, the items of a stream, where a long wait
+stands. Pure data; it imports nothing of the package but :mod:`req_managed_agents.errors`."""
+
+from req_managed_agents.model._progress import Progress, ProgressCallback
+from req_managed_agents.model._stream import (
+    ConfirmationAnswered,
+    MessageDone,
+    StreamItem,
+    TextDelta,
+    TextReset,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+)
+from req_managed_agents.model._vocabulary import (
+    Allow,
+    Artifact,
+    ContentBlock,
+    Decision,
+    Deny,
+    Document,
+    Elicitation,
+    ElicitationAccept,
+    ElicitationAnswer,
+    ElicitationCancel,
+    ElicitationDecline,
+    HookEvent,
+    Image,
+    Outcome,
+    SessionInfo,
+    SessionResult,
+    Terminal,
+    ToolResult,
+    ToolUse,
+    TurnResult,
+    Usage,
+)
+
+__all__ = [
+    "Allow",
+    "Artifact",
+    "ConfirmationAnswered",
+    "ContentBlock",
+    "Decision",
+    "Deny",
+    "Document",
+    "Elicitation",
+    "ElicitationAccept",
+    "ElicitationAnswer",
+    "ElicitationCancel",
+    "ElicitationDecline",
+    "HookEvent",
+    "Image",
+    "MessageDone",
+    "Outcome",
+    "Progress",
+    "ProgressCallback",
+    "SessionInfo",
+    "SessionResult",
+    "StreamItem",
+    "Terminal",
+    "TextDelta",
+    "TextReset",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolResult",
+    "ToolUse",
+    "TurnEnded",
+    "TurnResult",
+    "Usage",
+]

@@ -43,6 +43,8 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
     "TurnEnded",
+    "register_run_view",
+    "run_view",
 ]
 
 
@@ -117,6 +119,19 @@ A turn's :class:`HookEvent` items come just before its :class:`TurnEnded`."""
 
 ItemSink = Callable[[StreamItem], None]
 FINISHED_MESSAGES_KEPT = 1000
+_run_views: list[Callable[[], ItemSink]] = []
+
+
+def register_run_view(make: Callable[[], ItemSink]) -> None:
+    """Show each ``verbose=True`` run with ``make()``: given the run's items, then its result.
+    :mod:`req_managed_agents.display` plugs its view in when the package is imported, so the
+    drivers (:func:`run_view`) never import display code."""
+    _run_views[:] = [make]
+
+
+def run_view() -> ItemSink | None:
+    """A new view for a verbose run (None before one is registered)."""
+    return _run_views[0]() if _run_views else None
 
 
 class _Shown:

@@ -1,7 +1,7 @@
 """The seam between the drivers and a provider.
 
 A provider turns a provider session into a :class:`Conversation`: blocking calls that take
-a prompt or tool results and return the next :class:`~req_managed_agents.TurnResult`. How
+a prompt or tool results and return the next :class:`~req_managed_agents.model.TurnResult`. How
 the turn travels (a long-lived SSE stream, one streamed request per turn) stays inside the
 provider; the drivers only see turns, every raw event through ``on_event`` as it arrives,
 and the agent's text as it is written through ``on_text``.

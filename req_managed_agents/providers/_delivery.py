@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
     BadRequestError,
@@ -38,7 +39,6 @@ from req_managed_agents.errors import (
 )
 from req_managed_agents.providers._base import Aborted
 from req_managed_agents.transport._backoff import RetryPolicy, SendBudget
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["INPUT_SENDS", "RESEND", "UNREGISTERED_CALL", "Delivery", "Landed", "Wire"]
 

@@ -30,6 +30,7 @@ from typing import Any, Union
 import requests
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
     ManagedAgentsError,
@@ -45,7 +46,6 @@ from req_managed_agents.providers._base import Aborted, Origin
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import read_chunks, shutdown_response
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "CONNECT_POLL",

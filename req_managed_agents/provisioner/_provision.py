@@ -102,7 +102,7 @@ def provision(
     ``execution_role_arn``; ``timeout`` bounds the whole harness provision, which returns
     once the harness and its endpoint ``endpoint_name`` (which sessions started from the
     handle invoke) are both ``READY``. ``progress`` hears where that wait stands at each
-    poll (a :class:`~req_managed_agents.Progress`, on this thread; what it raises ends the
+    poll (a :class:`~req_managed_agents.model.Progress`, on this thread; what it raises ends the
     wait, and a harness this call created is deleted again). Claude and OpenAI resources
     take no wait to report.
     """

@@ -175,6 +175,10 @@ class FileStore(DelegatedRecords):
         # No lock: writes replace the file atomically, so a read sees one whole version.
         return self._read().get(key)
 
+    def items(self) -> dict[str, Any]:
+        """Every key and its value (records aside) as one read of the file sees them."""
+        return self._read()
+
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (JSON) under ``key``."""
         copied = json_copy(value)  # a value JSON cannot hold fails before the file is touched

@@ -35,8 +35,8 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ProvisioningError
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["STALE_TEMP", "SWEEP_STEP", "FolderSweep"]
 

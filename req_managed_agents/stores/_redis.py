@@ -56,6 +56,7 @@ from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents._redact import get_logger, redact, register_secret
 from req_managed_agents.errors import (
     ConfigurationError,
     MissingDependencyError,
@@ -65,7 +66,6 @@ from req_managed_agents.stores._base import LOCK_TIMEOUT, json_copy, strict_json
 from req_managed_agents.stores._records import DelegatedRecords
 from req_managed_agents.stores._redis_records import RedisRecords
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger, redact, register_secret
 
 if TYPE_CHECKING:
     from redis import Redis

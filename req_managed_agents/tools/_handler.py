@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
+from req_managed_agents._redact import redact
 from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Decision,
@@ -25,7 +26,6 @@ from req_managed_agents.model._vocabulary import (
     ToolUse,
 )
 from req_managed_agents.transport._json import MAX_DEPTH, holds_too_deep
-from req_managed_agents.transport._redact import redact
 
 __all__ = [
     "ConfirmationHandler",
@@ -108,7 +108,7 @@ class ElicitationHandler(Protocol):
     Called once per ``agent.mcp_elicitation`` (Claude on Bedrock): an MCP server asks a
     person to act at a link before a tool call can finish. Show the person the link (it
     is untrusted: do not fetch it), then return
-    :class:`~req_managed_agents.ElicitationAccept`, ``ElicitationDecline`` or
+    :class:`~req_managed_agents.model.ElicitationAccept`, ``ElicitationDecline`` or
     ``ElicitationCancel``. A hook that raises or returns anything else cancels.
     """
 

@@ -10,7 +10,7 @@
         return a + b
 
 ``tools.schemas()`` is what the provider sees; the registry itself is a
-:class:`~req_managed_agents.Handler` that a session calls back when the agent uses a tool.
+:class:`~req_managed_agents.tools.Handler` that a session calls back when the agent uses a tool.
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ class Tools(Shown):
     first paragraph and each parameter's from the ``Args:`` section. A parameter annotated
     :class:`~req_managed_agents.ToolContext` receives the call's context and is hidden from
     the agent. Return a ``str``, a :class:`~req_managed_agents.ToolResult`, an
-    :class:`~req_managed_agents.Image` or :class:`~req_managed_agents.Document` (or a list
-    mixing them with text), ``None`` (empty text) or any JSON-encodable value (sent as JSON).
+    :class:`~req_managed_agents.model.Image` or :class:`~req_managed_agents.model.Document`
+    (or a list mixing them with text), ``None`` (empty text) or any JSON-encodable value
+    (sent as JSON).
 
     The agent's arguments are untrusted: they are checked against the declared schema before
     the function runs, and any mismatch (a wrong type, a value outside a ``Literal`` or an

@@ -31,8 +31,8 @@ import functools
 import os
 from dataclasses import dataclass, fields
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ConfigurationError
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["DEFAULT_SHELL_LIMITS", "ShellLimits", "shell_launch"]
 

@@ -66,7 +66,7 @@ without them, ``kernel.unprivileged_userns_clone=0``, Ubuntu's AppArmor restrict
 
 
 class UnsandboxedWarning(RuntimeWarning):
-    """``bash`` of an :class:`~req_managed_agents.AgentToolset` runs unconfined: the
+    """``bash`` of an :class:`~req_managed_agents.toolset.AgentToolset` runs unconfined: the
     agent's commands can read and write whatever this process can, and reach the network."""
 
 

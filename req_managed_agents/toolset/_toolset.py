@@ -2,7 +2,7 @@
 
 In a self-hosted environment the agent's ``bash``, ``read``, ``write``, ``edit``,
 ``glob`` and ``grep`` calls come to the client to run. :class:`AgentToolset` is the
-handler a worker gives them to: it satisfies the :class:`~req_managed_agents.Handler`
+handler a worker gives them to: it satisfies the :class:`~req_managed_agents.tools.Handler`
 protocol, names the calls it answers in ``names``, and answers every call - a refused
 path, a bad field, a tool it does not know - with a result, never an exception.
 """
@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import ToolResult
 from req_managed_agents.tools._handler import ToolContext, ToolOutput
@@ -30,7 +31,6 @@ from req_managed_agents.toolset._sandbox import (
     unconfined_message,
 )
 from req_managed_agents.toolset._search import GREP_TIMEOUT, SearchTools
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["AGENT_TOOL_NAMES", "DEFAULT_BASH_TIMEOUT", "DEFAULT_MAX_OUTPUT", "AgentToolset"]
 

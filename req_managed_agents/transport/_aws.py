@@ -26,9 +26,9 @@ from typing import Any
 
 import requests
 
+from req_managed_agents._redact import Secret, get_logger, register_secret
 from req_managed_agents.errors import ConfigurationError, MissingDependencyError
 from req_managed_agents.transport._config import credential, text_setting
-from req_managed_agents.transport._redact import Secret, get_logger, register_secret
 
 __all__ = ["AwsSigner", "load_botocore", "resolve_credentials", "resolve_region"]
 

@@ -27,6 +27,7 @@ import urllib3.exceptions
 import urllib3.response
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger, redact
 from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
@@ -50,7 +51,6 @@ from req_managed_agents.transport._backoff import (
 )
 from req_managed_agents.transport._bodies import ERROR_BODY_BYTES, read_body, too_long
 from req_managed_agents.transport._json import MAX_BODY_BYTES
-from req_managed_agents.transport._redact import get_logger, redact
 
 __all__ = ["HttpClient", "api_error", "read_chunks", "shutdown_response"]
 

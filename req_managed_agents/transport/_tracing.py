@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from req_managed_agents.transport._redact import get_logger
+from req_managed_agents._redact import get_logger
 
 __all__ = ["TraceSource", "set_source", "trace_headers"]
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import forget_secret, get_logger
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import (
     AuthenticationError,
@@ -56,7 +57,6 @@ from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
 from req_managed_agents.providers.claude.api._work import sessions_token
 from req_managed_agents.tools._handler import describe_exception
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import forget_secret, get_logger
 from req_managed_agents.worker._activity import ACTIVITY_POLL, SessionLook, look_at
 from req_managed_agents.worker._folders import remove_session_folder, session_folder
 from req_managed_agents.worker._handler import ToolRouter, route_tools

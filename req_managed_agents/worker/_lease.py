@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
@@ -47,7 +48,6 @@ from req_managed_agents.errors import (
 from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.providers.claude.api._work import NO_HEARTBEAT, lease_state
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "ACK_RETRY",

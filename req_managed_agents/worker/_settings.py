@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from req_managed_agents._redact import Secret, get_logger
 from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
 from req_managed_agents.drivers._options import ConfirmPolicy
 from req_managed_agents.errors import ConfigurationError
@@ -27,7 +28,6 @@ from req_managed_agents.tools._handler import Handler
 from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS, AgentToolset, ShellLimits
 from req_managed_agents.toolset._sandbox import SANDBOXES, unconfined_message
 from req_managed_agents.transport._config import credential, required_setting
-from req_managed_agents.transport._redact import Secret, get_logger
 
 __all__ = ["ENVIRONMENT_KEY_VARIABLE", "ToolsetFactory", "WorkerSettings", "check_settings"]
 

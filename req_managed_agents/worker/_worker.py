@@ -29,6 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Literal
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
 from req_managed_agents.drivers._options import ConfirmPolicy
 from req_managed_agents.errors import APIError, ConfigurationError, ManagedAgentsError
@@ -38,7 +39,6 @@ from req_managed_agents.providers.claude.api._work import MAX_BLOCK_MS
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS, ShellLimits
 from req_managed_agents.transport._backoff import RetryPolicy, pause
-from req_managed_agents.transport._redact import get_logger
 from req_managed_agents.worker._item import ItemServer, WorkItemReport
 from req_managed_agents.worker._lease import transient
 from req_managed_agents.worker._settings import ToolsetFactory, WorkerSettings, check_settings
@@ -90,7 +90,7 @@ class EnvironmentWorker:
     hears a :class:`WorkItemReport` as each item is done - including a lost lease, which
     is also logged and never stops the worker. ``worker_id`` names this worker in the
     queue's statistics (default: host, process and a random part). ``progress`` hears a
-    :class:`~req_managed_agents.Progress` each time round the polling loop (sessions served,
+    :class:`~req_managed_agents.model.Progress` each time round the polling loop (sessions served,
     what it waits for, items done, time since :meth:`run` began), on the polling thread;
     what it raises stops the worker as a refused key does.
     """

@@ -7,16 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import (
-    ArtifactNotFoundError,
-    BedrockAgentCore,
-    InvalidArtifactNameError,
-    SessionInfo,
-    ToolContext,
-    Tools,
-    run_to_completion,
-)
+from req_managed_agents import BedrockAgentCore, ToolContext, Tools, run_to_completion
 from req_managed_agents.artifacts import AgentCoreSessionStorage, ArtifactStore, for_session
+from req_managed_agents.errors import ArtifactNotFoundError, InvalidArtifactNameError
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, call
 
 SESSION = "rma-" + "0123456789abcdef" * 2
@@ -120,7 +114,7 @@ def test_files_the_agent_wrote_with_odd_names_still_list(
 def test_a_failing_command_is_a_named_error_with_stderr(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
-    from req_managed_agents import CommandFailedError
+    from req_managed_agents.errors import CommandFailedError
 
     storage = AgentCoreSessionStorage(
         provider.client, emulator.add_harness(), SESSION, "/proc/definitely/not/writable"
@@ -202,7 +196,7 @@ def test_commands_go_to_the_runtime_arn_resolved_once_from_the_harness(
 def test_the_emulator_refuses_a_command_sent_to_a_harness_arn(
     provider: BedrockAgentCore, emulator: AgentCoreEmulator
 ) -> None:
-    from req_managed_agents import NotFoundError
+    from req_managed_agents.errors import NotFoundError
 
     harness_arn = emulator.add_harness(name="strict")
     with pytest.raises(NotFoundError, match="agentRuntimeArn"):

@@ -7,16 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import (
-    APIError,
-    ArtifactNotFoundError,
-    ClaudeManagedAgents,
-    InvalidArtifactNameError,
-    ToolContext,
-    Tools,
-    run_to_completion,
-)
+from req_managed_agents import APIError, ClaudeManagedAgents, ToolContext, Tools, run_to_completion
 from req_managed_agents.artifacts import ClaudeFiles, for_session
+from req_managed_agents.errors import ArtifactNotFoundError, InvalidArtifactNameError
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
 

@@ -8,17 +8,9 @@ from typing import Any, Literal
 
 import pytest
 
-from req_managed_agents import (
-    Document,
-    Image,
-    SessionResult,
-    ToolResult,
-    Tools,
-    ToolUse,
-    TurnResult,
-    Usage,
-)
+from req_managed_agents import SessionResult, ToolResult, Tools
 from req_managed_agents.display._layout import ROW_LIMIT, TEXT_LIMIT, VALUE_LIMIT
+from req_managed_agents.model import Document, Image, ToolUse, TurnResult, Usage
 
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from req_managed_agents import Session, SessionResult, run_to_completion
+from req_managed_agents import Session, run_to_completion
 from req_managed_agents.display import _progress
 from req_managed_agents.display._progress import VerboseDisplay
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
@@ -45,10 +45,7 @@ def run_with(progress: VerboseDisplay) -> None:
         options = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
         with Session(provider, handler=CountingTools(), **options) as session:
             for item in session.stream("go", timeout=10):
-                if isinstance(item, SessionResult):
-                    progress.finish(item)
-                else:
-                    progress(item)
+                progress(item)
 
 
 def test_the_progress_line_counts_a_turns_tools_under_that_turn() -> None:

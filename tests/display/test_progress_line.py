@@ -9,8 +9,9 @@ import logging
 
 import pytest
 
-from req_managed_agents import Progress, ProgressLine
+from req_managed_agents import ProgressLine
 from req_managed_agents.display import _progress_line
+from req_managed_agents.model import Progress
 
 ERASE = "\r\033[K"
 

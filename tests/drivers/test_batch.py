@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from req_managed_agents import BatchItem, ConfigurationError, read_prompts, run_batch
+from req_managed_agents import ConfigurationError, run_batch
+from req_managed_agents.drivers import BatchItem, read_prompts
 from req_managed_agents.drivers import _batch as batch_module
 from req_managed_agents.drivers._batch import content_id
 from req_managed_agents.testing import ClaudeEmulator, Turn

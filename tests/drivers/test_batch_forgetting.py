@@ -15,7 +15,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from req_managed_agents import BatchItem, ToolContext, ToolLedger, Tools, run_batch
+from req_managed_agents import ToolContext, ToolLedger, Tools, run_batch
+from req_managed_agents.drivers import BatchItem
 from req_managed_agents.stores import FileStore
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import Progress, run_batch
+from req_managed_agents import run_batch
+from req_managed_agents.model import Progress
 from req_managed_agents.testing import ClaudeEmulator, Turn
 from tests.support.tools import CountingTools
 

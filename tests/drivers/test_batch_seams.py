@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import BatchItem, ToolContext, Tools, read_prompts, run_batch
+from req_managed_agents import ToolContext, Tools, run_batch
+from req_managed_agents.drivers import BatchItem, read_prompts
 from req_managed_agents.drivers import _batch as batch_module
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.tools import CountingTools

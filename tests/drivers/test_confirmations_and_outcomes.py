@@ -17,13 +17,12 @@ from req_managed_agents import (
     ConfigurationError,
     ConfirmationAnswered,
     Deny,
-    Outcome,
     Session,
     ToolContext,
-    ToolUse,
-    UnresolvedRequiresActionError,
     run_to_completion,
 )
+from req_managed_agents.errors import UnresolvedRequiresActionError
+from req_managed_agents.model import Outcome, ToolUse
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, Turn, call
 from req_managed_agents.testing._script import ToolCall
 from tests.support.tools import CountingTools

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import FileStore, NotFoundError, ToolLedger, Tools, run_to_completion
+from req_managed_agents import FileStore, ToolLedger, Tools, run_to_completion
+from req_managed_agents.errors import NotFoundError
 from req_managed_agents.stores._records import records_of
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn
 
@@ -127,7 +128,8 @@ def runtime(request: pytest.FixtureRequest) -> Iterator[Runtime]:
 CHILD = textwrap.dedent(
     """
     import json, sys
-    from req_managed_agents import FileStore, NotFoundError, ToolLedger, Tools, run_to_completion
+    from req_managed_agents import FileStore, ToolLedger, Tools, run_to_completion
+    from req_managed_agents.errors import NotFoundError
 
     spec = json.loads(sys.argv[1])
     if spec["kind"] == "openai":

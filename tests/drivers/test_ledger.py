@@ -14,16 +14,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    Document,
-    Image,
-    ToolContext,
-    ToolLedger,
-    ToolResult,
-    Tools,
-    UnfinishedToolCallError,
-    run_to_completion,
-)
+from req_managed_agents import ToolContext, ToolLedger, ToolResult, Tools, run_to_completion
+from req_managed_agents.errors import UnfinishedToolCallError
+from req_managed_agents.model import Document, Image
 from req_managed_agents.provisioner import FileStore, MemoryStore
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.ledger import claim_and_die

@@ -17,16 +17,15 @@ from req_managed_agents import (
     FileStore,
     MemoryStore,
     Session,
-    SessionInfo,
     SessionTimeoutError,
     ToolContext,
     ToolLedger,
     ToolResult,
     Tools,
-    ToolUse,
     run_to_completion,
 )
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, run_tools
+from req_managed_agents.model import SessionInfo, ToolUse
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 
 

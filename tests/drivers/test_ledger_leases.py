@@ -14,7 +14,6 @@ import pytest
 
 from req_managed_agents import (
     FileStore,
-    LedgerError,
     MemoryStore,
     ToolContext,
     ToolLedger,
@@ -22,6 +21,7 @@ from req_managed_agents import (
     Tools,
     run_to_completion,
 )
+from req_managed_agents.errors import LedgerError
 from req_managed_agents.stores._records import records_of
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 

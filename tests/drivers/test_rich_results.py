@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from req_managed_agents import ConfigurationError, Document, Image, Tools, run_to_completion
+from req_managed_agents import ConfigurationError, Tools, run_to_completion
+from req_managed_agents.model import Document, Image
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -117,7 +118,8 @@ def test_a_list_of_plain_strings_is_still_data() -> None:
         """Some names."""
         return ["a", "b"]
 
-    from req_managed_agents import SessionInfo, ToolContext
+    from req_managed_agents import ToolContext
+    from req_managed_agents.model import SessionInfo
 
     answer = tools.handle_tool_call("names", {}, ToolContext("t1", SessionInfo("s", "p")))
     assert answer == '["a", "b"]'

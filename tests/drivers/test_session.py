@@ -11,19 +11,15 @@ import pytest
 
 from req_managed_agents import (
     ConfigurationError,
-    SessionError,
-    SessionInfo,
     SessionTimeoutError,
     ToolContext,
     ToolResult,
     Tools,
-    ToolUse,
-    TurnResult,
-    UnresolvedRequiresActionError,
-    Usage,
     run_to_completion,
 )
 from req_managed_agents.drivers._session import Session
+from req_managed_agents.errors import SessionError, UnresolvedRequiresActionError
+from req_managed_agents.model import SessionInfo, ToolUse, TurnResult, Usage
 from req_managed_agents.model._vocabulary import Outcome
 from req_managed_agents.providers._base import Aborted, Confirmations, Opening
 from req_managed_agents.testing import ClaudeEmulator

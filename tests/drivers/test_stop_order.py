@@ -11,16 +11,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    Allow,
-    Decision,
-    Session,
-    SessionError,
-    ToolContext,
-    ToolUse,
-    TurnEnded,
-    telemetry,
-)
+from req_managed_agents import Allow, Session, ToolContext, TurnEnded, telemetry
+from req_managed_agents.errors import SessionError
+from req_managed_agents.model import Decision, ToolUse
 from req_managed_agents.testing import (
     AgentCoreEmulator,
     ClaudeEmulator,

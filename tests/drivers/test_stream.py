@@ -18,7 +18,6 @@ from req_managed_agents import (
     MessageDone,
     Session,
     SessionResult,
-    StreamItem,
     TextDelta,
     TextReset,
     ToolCallFinished,
@@ -28,6 +27,7 @@ from req_managed_agents import (
     run_to_completion,
 )
 from req_managed_agents.errors import InvocationOutcomeUnknownError
+from req_managed_agents.model import StreamItem
 from req_managed_agents.model._stream import TextTracker
 from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import SessionInfo, ToolContext, ToolResult, ToolUse, telemetry
+from req_managed_agents import ToolContext, ToolResult, telemetry
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, run_tools
+from req_managed_agents.model import SessionInfo, ToolUse
 
 INFO = SessionInfo("sesn_1", "test")
 

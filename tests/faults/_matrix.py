@@ -23,15 +23,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Generic, Optional, TypeVar
 
-from req_managed_agents import (
-    SessionInfo,
-    SessionResult,
-    ToolContext,
-    Tools,
-    Usage,
-    run_to_completion,
-)
+from req_managed_agents import SessionResult, ToolContext, Tools, run_to_completion
 from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.model import SessionInfo, Usage
 from req_managed_agents.testing import RecordedRequest, call
 from req_managed_agents.testing.server import LoopbackEmulator
 

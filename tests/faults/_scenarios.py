@@ -15,8 +15,7 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol
 
-from req_managed_agents import RateLimitError, ServerError
-from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.errors import ManagedAgentsError, RateLimitError, ServerError
 from req_managed_agents.testing import RecordedRequest
 from tests.faults._matrix import (
     BURSTS,

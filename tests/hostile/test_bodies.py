@@ -1,6 +1,6 @@
 """Answers too big to read: a body is read no further than a limit, so that no answer can
 take the process's memory - a success up to ``MAX_BODY_BYTES`` (a longer one is a
-:class:`~req_managed_agents.MalformedResponseError`), an error's first
+:class:`~req_managed_agents.errors.MalformedResponseError`), an error's first
 ``ERROR_BODY_BYTES`` (its message is at the start) - and the client goes on working."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import MalformedResponseError, ServerError
+from req_managed_agents.errors import MalformedResponseError, ServerError
 from req_managed_agents.testing import ClaudeEmulator
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._bodies import ERROR_BODY_BYTES

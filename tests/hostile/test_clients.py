@@ -1,7 +1,7 @@
 """The hostile-answer sweep over every route of every provider's API client, over real
 sockets: the first request a call makes is answered, in place of the service, with one of
 the answers of ``_answers`` that its route cannot use. Each must end as a
-:class:`~req_managed_agents.MalformedResponseError` naming the request and what was wrong -
+:class:`~req_managed_agents.errors.MalformedResponseError` naming the request and what was wrong -
 never a ``KeyError``, ``TypeError`` or ``AttributeError``, nor a value handed back that the
 caller would trip on - and its message must stay short whatever the answer's size.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import MalformedResponseError
+from req_managed_agents.errors import MalformedResponseError
 from req_managed_agents.providers.agentcore import AgentCoreClient
 from req_managed_agents.providers.claude import ClaudeBedrockClient, ClaudeClient
 from req_managed_agents.providers.openai import OpenAIClient

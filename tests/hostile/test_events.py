@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import ManagedAgentsError, StreamError
+from req_managed_agents import ManagedAgentsError
+from req_managed_agents.errors import StreamError
 from req_managed_agents.providers.agentcore._converse import ConverseFold
 from req_managed_agents.providers.claude import _events as claude
 from req_managed_agents.providers.openai import _events as openai

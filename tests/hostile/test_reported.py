@@ -9,7 +9,8 @@ import tracemalloc
 
 import pytest
 
-from req_managed_agents import MalformedResponseError, ManagedAgentsError, Tools, run_to_completion
+from req_managed_agents import ManagedAgentsError, Tools, run_to_completion
+from req_managed_agents.errors import MalformedResponseError
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn, call
 from tests.faults._matrix import MatrixTools
 

@@ -28,13 +28,11 @@ from typing import Any, Union
 
 import pytest
 
-from req_managed_agents import (
+from req_managed_agents import ManagedAgentsError, SessionResult, run_to_completion
+from req_managed_agents.errors import (
     InvocationOutcomeUnknownError,
     MalformedResponseError,
-    ManagedAgentsError,
-    SessionResult,
     StreamError,
-    run_to_completion,
 )
 from req_managed_agents.providers.agentcore import new_runtime_session_id
 from req_managed_agents.testing import (

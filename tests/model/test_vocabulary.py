@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from req_managed_agents import SessionResult, ToolResult, ToolUse, TurnResult, Usage
+from req_managed_agents import SessionResult, ToolResult
+from req_managed_agents.model import ToolUse, TurnResult, Usage
 
 
 def test_usage_adds_field_by_field() -> None:

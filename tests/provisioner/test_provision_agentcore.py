@@ -8,15 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import (
-    BedrockAgentCore,
-    ConfigurationError,
-    HarnessFailedError,
-    HarnessReadyTimeoutError,
-    ServerError,
-    Tools,
-    run_to_completion,
-)
+from req_managed_agents import BedrockAgentCore, ConfigurationError, Tools, run_to_completion
+from req_managed_agents.errors import HarnessFailedError, HarnessReadyTimeoutError, ServerError
 from req_managed_agents.provisioner import (
     AgentSpec,
     EnvironmentSpec,

@@ -13,15 +13,13 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    ClaudeManagedAgents,
+from req_managed_agents import ClaudeManagedAgents, Tools, run_to_completion
+from req_managed_agents.errors import (
     EnvironmentArchivedError,
     PartialPruneError,
     ProvisioningError,
     ServerError,
-    Tools,
     UnknownTagError,
-    run_to_completion,
 )
 from req_managed_agents.provisioner import (
     AgentSpec,

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from req_managed_agents import BedrockAgentCore, Progress
+from req_managed_agents import BedrockAgentCore
+from req_managed_agents.model import Progress
 from req_managed_agents.provisioner import AgentSpec, MemoryStore, provision
 from req_managed_agents.testing import AgentCoreEmulator
 

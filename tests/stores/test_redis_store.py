@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import MissingDependencyError, ProvisioningError
-from req_managed_agents.errors import ConfigurationError
+from req_managed_agents.errors import ConfigurationError, MissingDependencyError, ProvisioningError
 from req_managed_agents.provisioner import RedisStore
 from req_managed_agents.testing import ClaudeEmulator
 from tests.support.redis import RedisServer, free_port

@@ -266,6 +266,18 @@ def test_missing_file_reads_as_empty_and_folders_are_created(tmp_path: Path) -> 
     assert json.loads(path.read_text()) == {"k": "v"}
 
 
+def test_items_is_every_key_as_one_read_sees_them_without_the_records(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "store.json")
+    assert store.items() == {}
+    store.put("a", {"name": "x"})
+    store.put("b", [1])
+    store.add_record("ledger:s:c", "claimed")
+    listed = store.items()
+    assert listed == {"a": {"name": "x"}, "b": [1]}
+    listed["a"]["name"] = "changed"  # a copy: changing it changes nothing stored
+    assert store.get("a") == {"name": "x"}
+
+
 def test_two_instances_share_the_file(tmp_path: Path) -> None:
     first = FileStore(tmp_path / "store.json")
     second = FileStore(tmp_path / "store.json")
@@ -290,7 +302,7 @@ CORRUPT = {
 
 
 @pytest.mark.parametrize("content", list(CORRUPT.values()), ids=list(CORRUPT))
-@pytest.mark.parametrize("operation", ["get", "put", "delete", "delete_value"])
+@pytest.mark.parametrize("operation", ["get", "put", "delete", "delete_value", "items"])
 def test_corrupt_file_is_an_error_naming_the_path_and_is_not_overwritten(
     tmp_path: Path, content: bytes, operation: str
 ) -> None:
@@ -302,6 +314,7 @@ def test_corrupt_file_is_an_error_naming_the_path_and_is_not_overwritten(
         "put": lambda: store.put("k", "v"),
         "delete": lambda: store.delete("k"),
         "delete_value": lambda: store.delete_value("v"),
+        "items": store.items,
     }
     with pytest.raises(ProvisioningError) as caught:
         calls[operation]()

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents import SessionInfo, ToolContext, Tools
+from req_managed_agents import ToolContext, Tools
+from req_managed_agents.model import SessionInfo
 
 
 class CountingTools(Tools):

@@ -24,9 +24,9 @@ from anthropic.types.beta.environments import (  # noqa: E402
 )
 from anthropic.types.shared import ErrorResponse  # noqa: E402
 
+from req_managed_agents._redact import Secret  # noqa: E402
 from req_managed_agents.providers.claude._client import ClaudeClient  # noqa: E402
 from req_managed_agents.testing import ClaudeEmulator, Turn, call  # noqa: E402
-from req_managed_agents.transport._redact import Secret  # noqa: E402
 from tests.support.api import user_message  # noqa: E402
 from tests.support.sdk import StrictAnthropic, _StrictAnswers, check_strictly, wire_shape  # noqa: E402
 

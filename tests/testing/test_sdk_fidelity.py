@@ -1547,8 +1547,8 @@ def _world(emulator: ClaudeEmulator, api: Api) -> dict[str, str]:
 
 
 def test_the_project_client_sends_what_the_sdk_sends(sdk: Any) -> None:
+    from req_managed_agents._redact import Secret
     from req_managed_agents.providers.claude._client import ClaudeClient
-    from req_managed_agents.transport._redact import Secret
 
     emulator, client = sdk()
     project = ClaudeClient(

@@ -6,14 +6,9 @@ from typing import Annotated, Any, Literal, Optional, TypedDict, Union
 
 import pytest
 
-from req_managed_agents import (
-    Handler,
-    SessionInfo,
-    ToolContext,
-    ToolResult,
-    Tools,
-    ToolUse,
-)
+from req_managed_agents import ToolContext, ToolResult, Tools
+from req_managed_agents.model import SessionInfo, ToolUse
+from req_managed_agents.tools import Handler
 from req_managed_agents.tools._handler import invoke_tool
 from req_managed_agents.tools._schema import parse_docstring
 

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from req_managed_agents import SessionInfo, ToolContext, ToolResult, Tools
+from req_managed_agents import ToolContext, ToolResult, Tools
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.tools._validation import (
     MAX_DEPTH,
     MAX_PROBLEMS,

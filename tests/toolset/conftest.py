@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import SessionInfo, ToolContext, ToolResult
+from req_managed_agents import ToolContext, ToolResult
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.toolset import AgentToolset, UnsandboxedWarning
 from req_managed_agents.toolset._sandbox import _bwrap_prefix
 

@@ -22,7 +22,8 @@ import time
 import warnings
 from pathlib import Path
 
-from req_managed_agents import ConfigurationError, SessionInfo, ToolContext, ToolResult
+from req_managed_agents import ConfigurationError, ToolContext, ToolResult
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.toolset import AgentToolset, ShellLimits, UnsandboxedWarning
 
 OUTER_MARGIN = 256

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from req_managed_agents import Document, Image
+from req_managed_agents.model import Document, Image
 from req_managed_agents.toolset import AgentToolset, _files
 from tests.toolset.conftest import call, unconfined
 

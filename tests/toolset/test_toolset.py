@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import ConfigurationError, Handler, ToolUse
+from req_managed_agents import ConfigurationError
+from req_managed_agents.model import ToolUse
+from req_managed_agents.tools import Handler
 from req_managed_agents.tools._handler import invoke_tool
 from req_managed_agents.toolset import AGENT_TOOL_NAMES, AgentToolset
 from req_managed_agents.toolset._files import FileTools

@@ -14,18 +14,13 @@ import pytest
 import requests
 import urllib3.response
 
-from req_managed_agents import (
-    APIError,
-    ConfigurationError,
-    StreamError,
-    TransportError,
-    telemetry,
-)
+from req_managed_agents import APIError, ConfigurationError, telemetry
+from req_managed_agents._redact import redact, register_secret
+from req_managed_agents.errors import StreamError, TransportError
 from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents
 from req_managed_agents.sse import SSEDecoder
 from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator
 from req_managed_agents.transport._http import read_chunks, shutdown_response
-from req_managed_agents.transport._redact import redact, register_secret
 
 BODY = b'event: agent.message\ndata: {"type":"agent.message","id":"e1"}\n\n'
 

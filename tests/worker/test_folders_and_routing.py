@@ -12,15 +12,8 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    Allow,
-    ConfigurationError,
-    SessionInfo,
-    ToolContext,
-    ToolResult,
-    Tools,
-    ToolUse,
-)
+from req_managed_agents import Allow, ConfigurationError, ToolContext, ToolResult, Tools
+from req_managed_agents.model import SessionInfo, ToolUse
 from req_managed_agents.tools._handler import ConfirmationHandler, EventHandler
 from req_managed_agents.toolset import AGENT_TOOL_NAMES
 from req_managed_agents.worker._activity import SessionLook

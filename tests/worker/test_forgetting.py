@@ -163,7 +163,7 @@ def test_the_credentials_of_the_items_served_are_not_kept_for_the_life_of_the_pr
     served; once it is done (its token stopped or left to run out), the redactor lets them
     go - else a long-running worker holds one set per session and scans them all for every
     message it writes."""
-    from req_managed_agents.transport import _redact
+    from req_managed_agents import _redact
 
     world = hosted()
     agent = world.agent(SCRIPT)

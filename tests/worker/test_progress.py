@@ -10,7 +10,8 @@ from typing import Callable
 
 import pytest
 
-from req_managed_agents import ConfigurationError, Progress
+from req_managed_agents import ConfigurationError
+from req_managed_agents.model import Progress
 from tests.worker.conftest import Hosted, Running
 
 

@@ -9,14 +9,8 @@ from typing import Any, Callable
 
 import pytest
 
-from req_managed_agents import (
-    ConfigurationError,
-    SessionInfo,
-    ToolContext,
-    ToolLedger,
-    ToolResult,
-    Tools,
-)
+from req_managed_agents import ConfigurationError, ToolContext, ToolLedger, ToolResult, Tools
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.toolset import AgentToolset, ShellLimits
 from req_managed_agents.toolset._sandbox import _bwrap_prefix

@@ -38,6 +38,7 @@ from typing import Any
 
 import requests
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     APIError,
     ConfigurationError,
@@ -74,7 +75,6 @@ from req_managed_agents.providers.agentcore._converse import (
 )
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import shutdown_response
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "AgentCoreConversation"]
 

@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ProviderStreamError, StreamError
 from req_managed_agents.eventstream import EventStreamMessage
 from req_managed_agents.model._vocabulary import (
@@ -34,7 +35,6 @@ from req_managed_agents.model._vocabulary import (
 )
 from req_managed_agents.providers._base import count
 from req_managed_agents.transport._json import checked_id, excerpt, loads
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "ConverseFold",

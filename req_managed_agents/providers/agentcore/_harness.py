@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     HarnessDeletingError,
     HarnessFailedError,
@@ -42,7 +43,6 @@ from req_managed_agents.providers.agentcore.api._endpoints import (
     check_endpoint_name,
 )
 from req_managed_agents.transport._backoff import RetryPolicy, pause
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "DEFAULT_ENDPOINT",

@@ -43,7 +43,7 @@ SIGNING_NAME = "bedrock-agentcore"
 DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_INVOKE_RETRIES = 2
 # AgentCore requires runtime session ids of 33 to 100 characters of this shape.
-_RUNTIME_SESSION_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{32,99}$")
+RUNTIME_SESSION_ID = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{32,99}$")
 
 
 def new_runtime_session_id(token: str | None = None) -> str:
@@ -152,7 +152,7 @@ class BedrockAgentCore(ProviderBase):
         origin: Origin = "reattached" if reattached else "created"
         if not reattached and create_token is not None and create_token.look_since is not None:
             origin = "adopted"  # the same id an earlier attempt used
-        if not _RUNTIME_SESSION_ID.fullmatch(str(runtime_session_id)):
+        if not RUNTIME_SESSION_ID.fullmatch(str(runtime_session_id)):
             raise ConfigurationError(
                 "runtime_session_id must be 33-100 letters, digits, '-' or '_', "
                 "starting with a letter or digit"

@@ -19,6 +19,7 @@ from typing import Any
 import requests
 from typing_extensions import TypedDict
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers.claude._bedrock_client import ClaudeBedrockClient
 from req_managed_agents.providers.claude._client import ANTHROPIC_VERSION, MANAGED_AGENTS_BETA
@@ -35,7 +36,6 @@ from req_managed_agents.transport._config import (
     text_setting,
     url_setting,
 )
-from req_managed_agents.transport._redact import Secret
 
 __all__ = ["BEDROCK_OPTIONS", "SIGNING_NAME", "ClaudeBedrockOptions", "ClaudeManagedAgentsBedrock"]
 

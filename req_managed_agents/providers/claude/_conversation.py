@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import (
     NotFoundError,
 )
@@ -73,7 +74,6 @@ from req_managed_agents.providers.claude._events import (
     user_message,
 )
 from req_managed_agents.providers.claude._feed import EventFeed
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "ClaudeConversation"]
 

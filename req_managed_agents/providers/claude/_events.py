@@ -1,5 +1,5 @@
 """Claude Managed Agents events: the ones we send, and how a turn's events fold into a
-:class:`~req_managed_agents.TurnResult`. Pure functions, no I/O.
+:class:`~req_managed_agents.model.TurnResult`. Pure functions, no I/O.
 
 A turn ends at ``session.status_idle``, ``session.status_terminated``, ``session.deleted`` or
 a ``session.error`` the server has stopped retrying (an error whose ``retry_status`` is

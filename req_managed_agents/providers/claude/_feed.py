@@ -27,6 +27,7 @@ from typing import Any
 import requests
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import BadRequestError, StreamError
 from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.providers._feed import (
@@ -40,7 +41,6 @@ from req_managed_agents.providers.claude._client import ClaudeClient
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._json import check_fields, excerpt, loads
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["EventFeed", "FeedClosed", "History"]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import requests
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._base import (
     CreateToken,
@@ -34,7 +35,6 @@ from req_managed_agents.transport._config import (
     setting,
     url_setting,
 )
-from req_managed_agents.transport._redact import Secret
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_IDLE_TIMEOUT", "ClaudeManagedAgents"]
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ConfigurationError, NotFoundError
 from req_managed_agents.model._vocabulary import (
     Outcome,
@@ -60,7 +61,6 @@ from req_managed_agents.providers.openai._events import (
     user_text,
 )
 from req_managed_agents.providers.openai._feed import OpenAIFeed, Opened
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["PROVIDER_NAME", "OpenAIConversation"]
 

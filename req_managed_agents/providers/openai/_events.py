@@ -15,6 +15,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.model._vocabulary import (
     Allow,
     Decision,
@@ -27,7 +28,6 @@ from req_managed_agents.model._vocabulary import (
 )
 from req_managed_agents.providers._base import count
 from req_managed_agents.transport._json import MAX_ID_CHARS, checked_id, loads
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = [
     "BOUNDARIES",

@@ -24,6 +24,7 @@ from typing import Any
 import requests
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import StreamError
 from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.providers._feed import FeedClosed, History, StreamFeed, Unparseable
@@ -33,7 +34,6 @@ from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
 from req_managed_agents.transport._http import read_chunks
 from req_managed_agents.transport._json import check_fields, checked_id, loads
-from req_managed_agents.transport._redact import get_logger
 
 __all__ = ["RECONNECT", "FeedClosed", "History", "OpenAIFeed", "Opened", "opening"]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import requests
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError, ManagedAgentsError
 from req_managed_agents.providers._base import (
     CreateToken,
@@ -29,7 +30,6 @@ from req_managed_agents.transport._config import (
     text_setting,
     url_setting,
 )
-from req_managed_agents.transport._redact import Secret
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_ENVIRONMENT", "DEFAULT_IDLE_TIMEOUT", "OpenAIAgents"]
 

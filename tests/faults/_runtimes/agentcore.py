@@ -33,8 +33,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from req_managed_agents import IdleTimeoutError, RateLimitError, ServerError, SessionResult
-from req_managed_agents.errors import InvocationOutcomeUnknownError, ManagedAgentsError
+from req_managed_agents import SessionResult
+from req_managed_agents.errors import (
+    IdleTimeoutError,
+    InvocationOutcomeUnknownError,
+    ManagedAgentsError,
+    RateLimitError,
+    ServerError,
+)
 from req_managed_agents.providers.agentcore import _conversation, new_runtime_session_id
 from req_managed_agents.providers.agentcore.api import _core
 from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, RecordedRequest

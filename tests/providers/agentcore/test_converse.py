@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import ProviderStreamError, ToolResult, ToolUse, Usage
+from req_managed_agents import ToolResult
+from req_managed_agents.errors import ProviderStreamError
 from req_managed_agents.eventstream import EventStreamDecoder, encode_message
+from req_managed_agents.model import ToolUse, Usage
 from req_managed_agents.providers.agentcore._converse import (
     ConverseFold,
     envelope,

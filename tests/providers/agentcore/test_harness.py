@@ -14,18 +14,15 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    ConfigurationError,
+from req_managed_agents import ConfigurationError, ManagedAgentsError, Tools, run_to_completion
+from req_managed_agents.errors import (
     ConflictError,
     HarnessDeletingError,
     HarnessFailedError,
     HarnessNotReadyError,
     HarnessReadyTimeoutError,
     HarnessUnknownStatusError,
-    ManagedAgentsError,
     NotFoundError,
-    Tools,
-    run_to_completion,
 )
 from req_managed_agents.providers.agentcore import (
     AgentCoreClient,

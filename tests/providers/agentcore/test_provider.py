@@ -51,9 +51,10 @@ class Blocker:
 
 sys.meta_path.insert(0, Blocker())
 import req_managed_agents as rma
+from req_managed_agents.errors import MissingDependencyError
 try:
     rma.BedrockAgentCore(region="us-east-1")
-except rma.MissingDependencyError as error:
+except MissingDependencyError as error:
     print(error.extra, "|", error)
 """
     result = subprocess.run(

@@ -16,14 +16,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
-    AuthenticationError,
-    BadRequestError,
     ConfigurationError,
-    IdleTimeoutError,
-    NotFoundError,
-    ProviderStreamError,
-    RateLimitError,
-    ServerError,
     SessionResult,
     SessionTimeoutError,
     Tools,
@@ -31,7 +24,17 @@ from req_managed_agents import (
     telemetry,
 )
 from req_managed_agents.drivers._session import Session
-from req_managed_agents.errors import APIError, InvocationOutcomeUnknownError
+from req_managed_agents.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    IdleTimeoutError,
+    InvocationOutcomeUnknownError,
+    NotFoundError,
+    ProviderStreamError,
+    RateLimitError,
+    ServerError,
+)
 from req_managed_agents.providers._base import Opening
 from req_managed_agents.providers.agentcore import (
     BedrockAgentCore,

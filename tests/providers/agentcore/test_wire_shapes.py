@@ -19,8 +19,9 @@ import requests
 from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 
-from req_managed_agents import ToolResult, Tools, ToolUse, run_to_completion
+from req_managed_agents import ToolResult, Tools, run_to_completion
 from req_managed_agents.eventstream import encode_message
+from req_managed_agents.model import ToolUse
 from req_managed_agents.providers.agentcore import BedrockAgentCore, resume_messages
 from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec
 from req_managed_agents.provisioner._harness import harness_body

@@ -17,17 +17,18 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
-    AuthenticationError,
     ClaudeManagedAgentsBedrock,
     ConfigurationError,
+    ToolContext,
+    Tools,
+    run_to_completion,
+)
+from req_managed_agents.errors import AuthenticationError, ElicitationRequiredError
+from req_managed_agents.model import (
     Elicitation,
     ElicitationAccept,
     ElicitationCancel,
     ElicitationDecline,
-    ElicitationRequiredError,
-    ToolContext,
-    Tools,
-    run_to_completion,
 )
 from req_managed_agents.testing import ClaudeEmulator, ToolCall, Turn, call
 
@@ -218,7 +219,7 @@ def test_the_emulator_refuses_what_bedrock_sessions_do_not_take(
 ) -> None:
     client = emulator.provider(timeout=5, max_retries=0).client
     agent = emulator.add_agent()
-    from req_managed_agents import BadRequestError
+    from req_managed_agents.errors import BadRequestError
 
     with pytest.raises(BadRequestError, match="vault_ids"):
         client._json(

@@ -25,6 +25,7 @@ import requests
 import responses
 import urllib3
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
@@ -46,7 +47,6 @@ from req_managed_agents.providers.claude import (
 from req_managed_agents.providers.claude.api._sessions import CREATE_TOKEN_KEY
 from req_managed_agents.testing import ClaudeEmulator
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import Secret
 from tests.support.sdk import without_create_token
 
 API = "https://api.test"

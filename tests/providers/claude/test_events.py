@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from req_managed_agents import ToolResult, ToolUse, Usage
+from req_managed_agents import ToolResult
+from req_managed_agents.model import ToolUse, Usage
 from req_managed_agents.providers.claude._events import (
     custom_tool_result,
     is_boundary,

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from req_managed_agents import StreamReconnectError
+from req_managed_agents.errors import StreamReconnectError
 from req_managed_agents.providers._feed import Unparseable
 from req_managed_agents.providers.claude import ClaudeManagedAgents, _feed
 from req_managed_agents.providers.claude._feed import EventFeed, _parse

@@ -10,15 +10,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import (
-    BadRequestError,
-    Image,
-    Session,
-    SessionInfo,
-    ToolResult,
-    Tools,
-    run_to_completion,
-)
+from req_managed_agents import Session, ToolResult, Tools, run_to_completion
+from req_managed_agents.errors import BadRequestError
+from req_managed_agents.model import Image, SessionInfo
 from req_managed_agents.providers.claude import _feed
 from req_managed_agents.providers.claude._events import tool_use_of
 from req_managed_agents.sse import ServerSentEvent

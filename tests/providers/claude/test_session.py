@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 from req_managed_agents import (
-    AuthenticationError,
-    SessionInfo,
     SessionResult,
     SessionTimeoutError,
     ToolContext,
@@ -25,6 +23,8 @@ from req_managed_agents import (
     telemetry,
 )
 from req_managed_agents.drivers._session import Session
+from req_managed_agents.errors import AuthenticationError
+from req_managed_agents.model import SessionInfo
 from req_managed_agents.providers import ClaudeManagedAgents
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.support.tools import CountingTools

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import RateLimitError, ToolContext, Tools, run_to_completion, telemetry
+from req_managed_agents import ToolContext, Tools, run_to_completion, telemetry
 from req_managed_agents.drivers._session import Session
+from req_managed_agents.errors import RateLimitError
 from req_managed_agents.providers import ClaudeManagedAgents, _delivery
 from req_managed_agents.providers._base import Aborted, Opening
 from req_managed_agents.providers.claude import _feed

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from req_managed_agents import telemetry
+from req_managed_agents._redact import Secret, redact
 from req_managed_agents.errors import (
     APIError,
     AuthenticationError,
@@ -30,7 +31,6 @@ from req_managed_agents.providers.claude.api._work import (
     sessions_token,
 )
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
-from req_managed_agents.transport._redact import Secret, redact
 
 SELF_HOSTED = {"type": "self_hosted"}
 

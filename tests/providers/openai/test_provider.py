@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from req_managed_agents import AuthenticationError, ConfigurationError, NotFoundError
+from req_managed_agents import ConfigurationError
+from req_managed_agents.errors import AuthenticationError, NotFoundError
 from req_managed_agents.providers import OpenAIAgents
 from req_managed_agents.providers.openai import OpenAIClient
 from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, call

@@ -18,11 +18,11 @@ from req_managed_agents import (
     ToolContext,
     ToolLedger,
     Tools,
-    ToolUse,
     run_to_completion,
 )
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import BadRequestError, ConfigurationError
+from req_managed_agents.model import ToolUse
 from req_managed_agents.providers import OpenAIAgents
 from req_managed_agents.testing import OpenAIAgentsEmulator, OpenAITurn, call
 from tests.faults._matrix import MatrixTools

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, Literal, Union
 
 import requests
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.providers._api import (
     MAX_METADATA_PAIRS,
@@ -44,7 +45,6 @@ from req_managed_agents.providers._api import (
     segment,
 )
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import Secret
 
 __all__ = [
     "ANTHROPIC_VERSION",

@@ -31,6 +31,7 @@ from typing import Any
 
 from typing_extensions import Self
 
+from req_managed_agents._redact import Secret, register_secret
 from req_managed_agents.errors import APIError, ConfigurationError
 from req_managed_agents.providers.claude.api._core import (
     ClientCore,
@@ -40,7 +41,6 @@ from req_managed_agents.providers.claude.api._core import (
 )
 from req_managed_agents.transport._config import credential
 from req_managed_agents.transport._json import check_fields, excerpt, loads, malformed
-from req_managed_agents.transport._redact import Secret, register_secret
 
 __all__ = [
     "HEARTBEAT_PRECONDITION_FAILED",

@@ -22,6 +22,7 @@ from typing import Any
 
 import requests
 
+from req_managed_agents._redact import Secret
 from req_managed_agents.providers._api import (
     MAX_METADATA_PAIRS,
     ApiCore,
@@ -32,7 +33,6 @@ from req_managed_agents.providers._api import (
     segment,
 )
 from req_managed_agents.transport._backoff import RetryPolicy
-from req_managed_agents.transport._redact import Secret
 
 __all__ = [
     "AGENTS_BETA",

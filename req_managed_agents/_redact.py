@@ -8,6 +8,8 @@ Two layers, because either alone leaks:
   OpenAI key or an AWS access key id) from a string. Error messages, log records and
   telemetry metadata pass through it, so a key echoed back by a server or embedded in a URL
   is still masked.
+
+A leaf (it imports nothing of the package): ``errors``, ``telemetry`` and ``transport/`` use it.
 """
 
 from __future__ import annotations

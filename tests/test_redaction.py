@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import APIError, ConfigurationError, telemetry
-from req_managed_agents.transport._redact import MASK, Secret, get_logger, redact, redact_value
+from req_managed_agents._redact import MASK, Secret, get_logger, redact, redact_value
 
 CANARY = "sk-ant-api03-CANARY-5f0e1d2c3b4a59687766554433221100"
 
@@ -33,7 +33,7 @@ def test_registered_secrets_are_masked_in_any_text() -> None:
 
 
 def test_a_forgotten_secret_is_no_longer_held_and_can_be_registered_again() -> None:
-    from req_managed_agents.transport import _redact
+    from req_managed_agents import _redact
 
     value = "sesstok_forgotten-after-its-item-7"
     Secret(value)
@@ -86,7 +86,8 @@ def test_redact_value_walks_json_like_values() -> None:
 
 
 def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixture) -> None:
-    from req_managed_agents import AuthenticationError, Tools, run_to_completion
+    from req_managed_agents import Tools, run_to_completion
+    from req_managed_agents.errors import AuthenticationError
     from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.testing import ClaudeEmulator
 
@@ -112,7 +113,8 @@ def test_the_claude_provider_never_leaks_its_key(caplog: pytest.LogCaptureFixtur
 def test_the_agentcore_provider_never_leaks_its_secret_or_token(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from req_managed_agents import AuthenticationError, BedrockAgentCore, Tools, run_to_completion
+    from req_managed_agents import BedrockAgentCore, Tools, run_to_completion
+    from req_managed_agents.errors import AuthenticationError
     from req_managed_agents.testing import AgentCoreEmulator
 
     secret = "wJalrXUtnFEMI/CANARY/SECRET/KEY/0123456789"
@@ -162,7 +164,7 @@ def test_openai_key_shapes_are_masked_in_a_process_that_never_built_an_openai_pr
     code = f"""
 import json, logging, sys
 from req_managed_agents import APIError, ManagedAgentsError, telemetry
-from req_managed_agents.transport._redact import get_logger
+from req_managed_agents._redact import get_logger
 keys = {_OPENAI_KEYS!r}
 texts = []
 for key in keys:
