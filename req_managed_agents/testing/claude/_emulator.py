@@ -34,8 +34,7 @@ from req_managed_agents.testing.claude._wire import WORKFLOW_EVENTS, _APIError
 from req_managed_agents.testing.claude._work import WorkQueue
 from req_managed_agents.testing.claude._work_auth import WorkCredentials
 from req_managed_agents.testing.claude._work_items import DEFAULT_LEASE_TTL, WorkItems
-from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
-from req_managed_agents.testing.server._streams import sse_data_frame
+from req_managed_agents.testing.server import Lifecycle, LoopbackServer, SseEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 _MODEL = "claude-sonnet-4-6"
 
 
-class ClaudeEmulator(LoopbackEmulator):
+class ClaudeEmulator(SseEmulator):
     """A Claude Managed Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction. ``script`` is the default script of agents created
@@ -282,44 +281,6 @@ class ClaudeEmulator(LoopbackEmulator):
             raise ValueError("after_deltas must not be negative")
         previews = 0 if after_deltas is None else after_deltas + 1  # event_start first
         self._server.faults.add_stream_fault("drop", session_id, at_event, times, previews=previews)
-
-    def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
-        """Once: before sending event ``at_event``, go silent (no pings) for ``seconds``, then
-        close the connection."""
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
-        self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
-
-    def corrupt_stream(
-        self,
-        at_event: int,
-        session_id: str | None = None,
-        times: int = 1,
-        *,
-        data: str | None = None,
-    ) -> None:
-        """On the next ``times`` stream connections about to send event ``at_event``, write a
-        frame whose ``data:`` is not JSON (the first half of the event's) instead of it;
-        ``data`` chooses what the frame carries instead (JSON of the wrong shape, say, or an
-        event whose ``type`` is not a string).
-
-        The stream carries on with the next event; the event stays in the history, so a
-        client can recover it by paging the history. One fault per event and connection:
-        stalls come first, then drops, corruptions and duplications.
-        """
-        frame = None if data is None else sse_data_frame(data)
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
-
-    def duplicate_stream(
-        self, at_event: int, session_id: str | None = None, times: int = 1
-    ) -> None:
-        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
-        about to send it (see :meth:`duplicate_stream_events` for every event)."""
-        self._server.faults.add_stream_fault("duplicate", session_id, at_event, times)
-
-    def duplicate_stream_events(self, enabled: bool = True) -> None:
-        """Write every event twice on the streams (history is unaffected)."""
-        self._server.faults.set_duplicate_events(enabled)
 
     def terminate_session(self, session_id: str) -> None:
         """Log ``session.status_terminated`` as if the service had failed the session."""

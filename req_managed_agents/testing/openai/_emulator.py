@@ -20,8 +20,7 @@ from req_managed_agents.testing.openai._stream import EventStream
 from req_managed_agents.testing.openai._turn import OpenAITurn
 from req_managed_agents.testing.openai._turns import TurnFlow
 from req_managed_agents.testing.openai._wire import APIError
-from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
-from req_managed_agents.testing.server._streams import sse_data_frame
+from req_managed_agents.testing.server import Lifecycle, LoopbackServer, SseEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 _MODEL = "gpt-5.1"
 
 
-class OpenAIAgentsEmulator(LoopbackEmulator):
+class OpenAIAgentsEmulator(SseEmulator):
     """An OpenAI Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction; ``base_url`` ends in ``/v1`` (give it to a client as
@@ -103,51 +102,6 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
             if script is not None:
                 self._state.agent_scripts[agent["id"]] = as_script(script, OpenAITurn)
             return str(agent["id"])
-
-    def drop_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
-        """Cut the next ``times`` stream connections about to send event ``at_event``.
-
-        ``at_event`` is a 0-based position in the session's event log (``events()``; the
-        first is ``agent.session.created``; a connection's opening status snapshot is not
-        in the log and meets no fault). The socket closes without the terminating chunk;
-        the event stays in the log, items and turns. ``session_id=None`` matches any
-        session.
-        """
-        self._server.faults.add_stream_fault("drop", session_id, at_event, times)
-
-    def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
-        """Once: before sending event ``at_event``, go silent (no keep-alives) for
-        ``seconds``, then close the connection."""
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
-        self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
-
-    def corrupt_stream(
-        self,
-        at_event: int,
-        session_id: str | None = None,
-        times: int = 1,
-        *,
-        data: str | None = None,
-    ) -> None:
-        """On the next ``times`` stream connections about to send event ``at_event``, write a
-        frame whose ``data:`` is not JSON (the first half of the event's) instead of it, then
-        carry on. ``data`` chooses what the frame carries instead: JSON of the wrong shape,
-        say, or an event whose ``type`` is not a string. One fault per event and connection:
-        stalls come first, then drops, corruptions and duplications."""
-        frame = None if data is None else sse_data_frame(data)
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
-
-    def duplicate_stream(
-        self, at_event: int, session_id: str | None = None, times: int = 1
-    ) -> None:
-        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
-        about to send it (see :meth:`duplicate_stream_events` for every event)."""
-        self._server.faults.add_stream_fault("duplicate", session_id, at_event, times)
-
-    def duplicate_stream_events(self, enabled: bool = True) -> None:
-        """Write every event twice on the streams (the log is unaffected)."""
-        self._server.faults.set_duplicate_events(enabled)
 
     def refuse_unregistered_results(self, times: int = 1) -> None:
         """Refuse the next ``times`` posts carrying a result for a pending function call as

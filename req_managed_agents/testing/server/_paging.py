@@ -1,0 +1,95 @@
+"""Lists cut into pages behind opaque page tokens, in an API's own paging dialect.
+
+Most APIs page a list the same way under different names: a page size in the query (with a
+default and a maximum), and an opaque token, handed out with a page, that the client sends
+back for the next one (Claude's ``limit``/``page`` answered as ``next_page``, AWS's
+``maxResults``/``nextToken``, Google's ``pageSize``/``pageToken`` answered as
+``nextPageToken``). A token names the *key* its page starts at in one list (its scope):
+keyed by position, a list pages by offset; keyed by something stable (an order of
+creation), an item removed between pages shifts nothing. A token sent to another list, or
+made up, is refused with the API's own 400, and so is a size out of range.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.server._routes import query_value
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Callable
+
+    from req_managed_agents.testing.server._records import RecordedRequest
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list: its ``items``, the token of the next page (None: it is the
+    last), the key it starts at (None: the list's start) and its size."""
+
+    items: list[Any]
+    next_token: str | None
+    start: Any
+    size: int
+
+
+class PageTokens:
+    """The page tokens one API handed out, and the dialect it reads them in.
+
+    ``size`` and ``token`` are the names of the query parameters of the page size and of the
+    token; ``refuse(name, problem)`` makes the API's 400 for a bad value of one of them.
+    """
+
+    def __init__(
+        self,
+        *,
+        size: str,
+        token: str,
+        default_size: int,
+        max_size: int,
+        refuse: Callable[[str, str], Exception],
+    ) -> None:
+        self._size = size
+        self._token = token
+        self._default_size = default_size
+        self._max_size = max_size
+        self._refuse = refuse
+        self._starts: dict[str, tuple[str, Any]] = {}  # token -> (scope, key it starts at)
+
+    def cut(
+        self,
+        request: RecordedRequest,
+        keyed: Sequence[tuple[Any, Any]],
+        scope: str,
+        *,
+        default_size: int | None = None,
+        max_size: int | None = None,
+    ) -> Page:
+        """The page the request asks for of ``keyed`` ``(key, item)`` pairs (ascending keys):
+        the first, or the one its token starts. Call with the emulator's lock held."""
+        maximum = self._max_size if max_size is None else max_size
+        size = self._default_size if default_size is None else default_size
+        raw_size = query_value(request, self._size)
+        if raw_size is not None:
+            if not raw_size.isdigit() or not 1 <= int(raw_size) <= maximum:
+                raise self._refuse(self._size, f"must be an integer from 1 to {maximum}")
+            size = int(raw_size)
+        start = None
+        token = query_value(request, self._token)
+        if token is not None:
+            found = self._starts.get(token)
+            if found is None or found[0] != scope:
+                raise self._refuse(self._token, "must be a token from a previous page")
+            start = found[1]
+        remaining = [pair for pair in keyed if start is None or pair[0] >= start]
+        next_token = self.token(scope, remaining[size][0]) if len(remaining) > size else None
+        return Page([item for _, item in remaining[:size]], next_token, start, size)
+
+    def token(self, scope: str, start: Any) -> str:
+        """A new token for the page of the list ``scope`` that starts at key ``start``."""
+        token = secrets.token_urlsafe(24)
+        self._starts[token] = (scope, start)
+        return token
