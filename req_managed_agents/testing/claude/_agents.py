@@ -31,7 +31,6 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _not_found,
     _optional_string,
     _query_int,
@@ -39,7 +38,7 @@ from req_managed_agents.testing.claude._wire import (
     _required_name,
     _time_filter,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -109,7 +108,7 @@ class Agents:
         _check_name_free(self._unique_names, self._state.agents, "agent", name)
         now = utc_timestamp()
         agent: dict[str, Any] = {
-            "id": _new_id("agent"),
+            "id": new_id("agent"),
             "type": "agent",
             "name": name,
             "description": None,

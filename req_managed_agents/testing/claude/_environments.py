@@ -22,12 +22,11 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _optional_string,
     _reject_unknown,
     _required_name,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -68,7 +67,7 @@ class Environments:
         _check_name_free(self._unique_names, self._state.environments, "environment", name)
         now = utc_timestamp()
         environment = {
-            "id": _new_id("env"),
+            "id": new_id("env"),
             "type": "environment",
             "name": name,
             "description": _optional_string(body, "description") or "",

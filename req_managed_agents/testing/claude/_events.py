@@ -34,11 +34,11 @@ from req_managed_agents.testing.claude._wire import (
     SESSION_PATH,
     _invalid,
     _json_object,
-    _new_id,
     _query_choice,
     _query_values,
     _time_filter,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._log import SessionLog
@@ -163,7 +163,7 @@ class Events:
         """Log a checked user event and act on it; return its echo."""
         kind = event["type"]
         if kind == "user.define_outcome":
-            event = {**event, "outcome_id": _new_id("outc")}
+            event = {**event, "outcome_id": new_id("outc")}
         if kind in ANSWERS:
             event = self._on_thread(session, event)
         # A message waits for the running turn; a system message goes with the message it

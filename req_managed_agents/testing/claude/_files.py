@@ -24,10 +24,9 @@ from req_managed_agents.testing.claude._wire import (
     _betas,
     _coded,
     _invalid,
-    _new_id,
     _not_found,
 )
-from req_managed_agents.testing.server import parse_form_data, query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, parse_form_data, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._model import _Session
@@ -89,7 +88,7 @@ class Files:
     ) -> _StoredFile:
         """Store a file; ``scope_id`` scopes it to a session (its outputs)."""
         record: dict[str, Any] = {
-            "id": _new_id("file"),
+            "id": new_id("file"),
             "type": "file",
             "filename": filename,
             "mime_type": mime_type,
@@ -185,7 +184,7 @@ class Files:
             if not stored.record["downloadable"]:
                 message = f"file {file_id!r} is not downloadable"
                 raise _coded("file_not_downloadable", message)
-        headers = {"request-id": _new_id("req"), "Content-Type": stored.record["mime_type"]}
+        headers = {"request-id": new_id("req"), "Content-Type": stored.record["mime_type"]}
         exchange.respond(200, stored.data, headers)
 
     def _delete_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import _new_id
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -47,7 +46,7 @@ class SessionLog:
         fields = {k: v for k, v in event.items() if k not in ("type", "id", "processed_at")}
         logged = {
             "type": event["type"],
-            "id": _new_id("sevt"),
+            "id": new_id("sevt"),
             **fields,
             "processed_at": utc_timestamp() if processed else None,
         }

@@ -31,14 +31,13 @@ from req_managed_agents.testing.claude._wire import (
     _APIError,
     _invalid,
     _json_object,
-    _new_id,
     _not_found,
     _query_choice,
     _query_int,
     _reject_unknown,
     _time_filter,
 )
-from req_managed_agents.testing.server import query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -148,7 +147,7 @@ class Memories:
             content=content,
             content_sha256=hashlib.sha256(data).hexdigest(),
             content_size_bytes=len(data),
-            memory_version_id=_new_id("memver"),
+            memory_version_id=new_id("memver"),
             updated_at=utc_timestamp(),
         )
         self._record_version(memory, operation)
@@ -158,7 +157,7 @@ class Memories:
         ``deleted`` version keeps only its path)."""
         deleted = operation == "deleted"
         version = {
-            "id": _new_id("memver") if deleted else memory["memory_version_id"],
+            "id": new_id("memver") if deleted else memory["memory_version_id"],
             "type": "memory_version",
             "memory_store_id": memory["memory_store_id"],
             "memory_id": memory["id"],
@@ -187,7 +186,7 @@ class Memories:
             self._stores.memory_store(store_id, writing=True)
             self._check_path_free(store_id, path)
             memory: dict[str, Any] = {
-                "id": _new_id("mem"),
+                "id": new_id("mem"),
                 "type": "memory",
                 "memory_store_id": store_id,
                 "path": path,

@@ -20,14 +20,13 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _not_found,
     _optional_string,
     _reject_unknown,
     _required_name,
     _time_filter,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
@@ -69,7 +68,7 @@ class MemoryStores:
             raise _invalid("backend: Input should be {'type': 'managed'}")
         now = utc_timestamp()
         store = {
-            "id": _new_id("memstore"),
+            "id": new_id("memstore"),
             "type": "memory_store",
             "name": _required_name(body),
             "description": _optional_string(body, "description") or "",

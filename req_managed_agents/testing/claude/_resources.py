@@ -22,12 +22,11 @@ from req_managed_agents.testing.claude._wire import (
     SESSION_PATH,
     _invalid,
     _json_object,
-    _new_id,
     _not_found,
     _optional_string,
     _reject_unknown,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -83,7 +82,7 @@ def _repository(spec: Mapping[str, Any], where: str) -> tuple[dict[str, Any], st
     mount_path = _optional_string(spec, "mount_path") or f"/workspace/{found.group(2)}"
     now = utc_timestamp()
     resource = {
-        "id": _new_id("sesrsc"),
+        "id": new_id("sesrsc"),
         "type": "github_repository",
         "url": url,
         "mount_path": mount_path,
@@ -140,7 +139,7 @@ class SessionResources:
         )
         now = utc_timestamp()
         resource = {
-            "id": _new_id("sesrsc"),
+            "id": new_id("sesrsc"),
             "type": "file",
             "file_id": mounted.record["id"],
             "mount_path": mount_path,

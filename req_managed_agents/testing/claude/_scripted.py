@@ -18,7 +18,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import NAMED_EVENTS, WORKFLOW_EVENTS, _new_id
+from req_managed_agents.testing.claude._wire import NAMED_EVENTS, WORKFLOW_EVENTS
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ScriptedEvent
@@ -35,8 +36,8 @@ class ScriptedEvents:
     def __init__(self, session: _Session, thread: _Thread | None) -> None:
         self._session = session
         self._thread = thread or session.primary
-        self._run_id = _new_id("wfrun")
-        self._phase_id = _new_id("wfphase")
+        self._run_id = new_id("wfrun")
+        self._phase_id = new_id("wfphase")
         self._phase_started_id: str | None = None
 
     def event(self, scripted: ScriptedEvent) -> dict[str, Any]:
@@ -66,7 +67,7 @@ class ScriptedEvents:
         if kind == "workflow_run.phase_started":
             return phase
         if kind == "workflow_run.phase_ended":
-            return {**phase, "phase_started_id": self._phase_started_id or _new_id("sevt")}
+            return {**phase, "phase_started_id": self._phase_started_id or new_id("sevt")}
         if kind == "workflow_run.status_ended":
             return {**run, "result": {"type": "completed"}}
         if kind == "workflow_run.error":
@@ -80,7 +81,7 @@ class ScriptedEvents:
         if kind == "span.outcome_evaluation_ongoing":
             outcome = self._session.outcome
             if outcome is None:
-                return {"outcome_id": _new_id("outc"), "iteration": 0}
+                return {"outcome_id": new_id("outc"), "iteration": 0}
             record = outcome.record
             return {"outcome_id": record["outcome_id"], "iteration": record["iteration"]}
         return {}  # the rest need nothing but their type

@@ -38,7 +38,6 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _optional_string,
     _query_choice,
     _query_int,
@@ -46,7 +45,7 @@ from req_managed_agents.testing.claude._wire import (
     _reject_unknown,
     _time_filter,
 )
-from req_managed_agents.testing.server import query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._agents import Agents
@@ -199,7 +198,7 @@ class Sessions:
                     attached.append(("file", self._resources.file_resource(spec, where)))
             now = utc_timestamp()
             record: dict[str, Any] = {
-                "id": _new_id("sesn"),
+                "id": new_id("sesn"),
                 "type": "session",
                 "status": "idle",
                 "agent": snapshot,

@@ -13,8 +13,8 @@ import copy
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import _DEFAULT_PAGE, _invalid, _new_id, _not_found
-from req_managed_agents.testing.server import query_value
+from req_managed_agents.testing.claude._wire import _DEFAULT_PAGE, _invalid, _not_found
+from req_managed_agents.testing.server import new_id, query_value
 
 if TYPE_CHECKING:
     import threading
@@ -113,6 +113,6 @@ class ClaudeState:
         return result
 
     def _cursor(self, scope: str, offset: int) -> str:
-        token = _new_id("page")
+        token = new_id("page")
         self._cursors[token] = (scope, offset)
         return token

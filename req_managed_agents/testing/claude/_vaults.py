@@ -28,11 +28,10 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _not_found,
     _reject_unknown,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -159,7 +158,7 @@ class Vaults:
         _reject_unknown(body, frozenset({"display_name", "metadata"}))
         now = utc_timestamp()
         vault = {
-            "id": _new_id("vlt"),
+            "id": new_id("vlt"),
             "type": "vault",
             "display_name": _display_name(body.get("display_name"), required=True),
             "metadata": _merged_metadata({}, body.get("metadata") or {}),
@@ -232,7 +231,7 @@ class Vaults:
             if self.vault(vault_id)["archived_at"]:
                 raise _invalid("an archived vault takes no new credentials")
             credential = {
-                "id": _new_id("vcrd"),
+                "id": new_id("vcrd"),
                 "type": "vault_credential",
                 "vault_id": vault_id,
                 "display_name": _display_name(body.get("display_name"), required=False),

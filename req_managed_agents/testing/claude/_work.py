@@ -23,12 +23,11 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _query_int,
     _reject_unknown,
 )
 from req_managed_agents.testing.claude._work_items import DEFAULT_RECLAIM_MS, secret_of
-from req_managed_agents.testing.server import query_value
+from req_managed_agents.testing.server import new_id, query_value
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._environments import Environments
@@ -107,7 +106,7 @@ class WorkQueue:
                 if left <= 0 or self._lifecycle.stopping:
                     break
                 condition.wait(min(left, _POLL_SLICE))  # leases may run out meanwhile
-        exchange.respond_json(200, answer, {"request-id": _new_id("req")})
+        exchange.respond_json(200, answer, {"request-id": new_id("req")})
 
     def _ack(self, exchange: Exchange, environment_id: str, work_id: str) -> dict[str, Any]:
         _reject_unknown(_json_object(exchange.request, optional=True), frozenset())

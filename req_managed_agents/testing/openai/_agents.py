@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.openai._config import agent_settings, persisted_tools
 from req_managed_agents.testing.openai._params import AGENT_CREATE, AGENT_UPDATE
 from req_managed_agents.testing.openai._state import check_query, page
-from req_managed_agents.testing.openai._wire import AGENT_ID, AGENTS_PATH, new_id, not_found, now
+from req_managed_agents.testing.openai._wire import AGENT_ID, AGENTS_PATH, not_found, now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._state import OpenAIState

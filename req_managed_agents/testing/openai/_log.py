@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.openai._wire import new_id, now
+from req_managed_agents.testing.openai._wire import now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._model import Session, Turn

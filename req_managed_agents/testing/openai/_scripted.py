@@ -26,9 +26,9 @@ from req_managed_agents.testing.openai._wire import (
     NAMED_EVENTS,
     SUBAGENT_EVENT,
     SUMMARY_EVENT,
-    new_id,
     now,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ScriptedEvent

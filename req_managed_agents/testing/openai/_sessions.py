@@ -32,10 +32,10 @@ from req_managed_agents.testing.openai._wire import (
     SESSION_PATH,
     SESSIONS_PATH,
     invalid,
-    new_id,
     not_found,
     now,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._agents import Agents
