@@ -137,7 +137,6 @@ class ClaudeEmulator(SseEmulator):
             log,
             agents=agents,
             environments=environments,
-            vaults=vaults,
             resources=resources,
             files=files,
             events=events,
@@ -158,7 +157,7 @@ class ClaudeEmulator(SseEmulator):
         else:
             routes += [
                 *environments.routes(),
-                *WorkQueue(lifecycle, state, environments, work).routes(),
+                *WorkQueue(lifecycle, state, work).routes(),
                 *resources.routes(),
                 *vaults.routes(),
                 *files.routes(),

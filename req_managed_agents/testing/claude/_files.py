@@ -24,7 +24,6 @@ from req_managed_agents.testing.claude._wire import (
     _betas,
     _coded,
     _invalid,
-    _not_found,
 )
 from req_managed_agents.testing.server import new_id, parse_form_data, query_value, utc_timestamp
 
@@ -109,13 +108,6 @@ class Files:
             name, mime_type, data, downloadable=True, scope_id=session.record["id"]
         )
 
-    def file(self, file_id: str) -> _StoredFile:
-        """A stored file; a 404 for an unknown one."""
-        stored = self._state.files.get(file_id)
-        if stored is None:
-            raise _not_found("file", file_id)
-        return stored
-
     def delete_session_files(self, session: _Session) -> None:
         """Delete what goes with a deleted session: its outputs and its mounted copies."""
         mounted = {r.get("file_id") for r in session.record["resources"]}
@@ -176,11 +168,11 @@ class Files:
 
     def _get_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
         with self._state.condition:
-            return copy.deepcopy(self.file(file_id).record)
+            return copy.deepcopy(self._state.files.find(file_id).record)
 
     def _download_file(self, exchange: Exchange, file_id: str) -> None:
         with self._state.condition:
-            stored = self.file(file_id)
+            stored = self._state.files.find(file_id)
             if not stored.record["downloadable"]:
                 message = f"file {file_id!r} is not downloadable"
                 raise _coded("file_not_downloadable", message)
@@ -189,6 +181,5 @@ class Files:
 
     def _delete_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
         with self._state.condition:
-            self.file(file_id)
-            del self._state.files[file_id]
+            self._state.files.remove(file_id)
         return {"id": file_id, "type": "file_deleted"}

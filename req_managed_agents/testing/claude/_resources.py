@@ -126,7 +126,7 @@ class SessionResources:
         file_id = spec.get("file_id")
         if not isinstance(file_id, str):
             raise _invalid(f"{where}file_id: Field required")
-        return self._files.file(file_id), _mount_path(spec.get("mount_path"), file_id, where)
+        return self._state.files.find(file_id), _mount_path(spec.get("mount_path"), file_id, where)
 
     def mount(self, session: _Session, source: _StoredFile, mount_path: str) -> dict[str, Any]:
         """Mount a read-only copy of ``source``: the API gives the copy a file id of its own."""

@@ -31,7 +31,6 @@ from req_managed_agents.testing.claude._session_config import (
     _update_budget,
 )
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     _MAX_SESSION_FILES,
     SESSION_PATH,
     _flag,
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._log import SessionLog
     from req_managed_agents.testing.claude._resources import SessionResources
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.claude._vaults import Vaults
     from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Route
 
@@ -94,7 +92,6 @@ class Sessions:
         *,
         agents: Agents,
         environments: Environments,
-        vaults: Vaults,
         resources: SessionResources,
         files: Files,
         events: Events,
@@ -105,7 +102,6 @@ class Sessions:
         self._log = log
         self._agents = agents
         self._environments = environments
-        self._vaults = vaults
         self._resources = resources
         self._files = files
         self._events = events
@@ -126,7 +122,7 @@ class Sessions:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _invalid("vault_ids: Input should be a list of vault ids")
         for vault_id in value:
-            if self._vaults.vault(vault_id)["archived_at"]:
+            if self._state.vaults.find(vault_id)["archived_at"]:
                 raise _invalid(f"vault_ids: vault {vault_id!r} is archived")
         return list(dict.fromkeys(value))
 
@@ -166,7 +162,7 @@ class Sessions:
             raise _invalid(f"resources: a session can have at most {_MAX_SESSION_FILES} files")
         with self._state.condition:
             agent = self._agents.agent_at(agent_id, version)
-            if self._agents.agent(agent_id)["archived_at"]:
+            if self._state.agents.find(agent_id)["archived_at"]:
                 raise _invalid(f"agent {agent_id!r} is archived")
             bedrock_fields = _bedrock.session_fields(body, agent) if bedrock else {}
             if bedrock:  # a sandbox the emulator does not keep: a cloud one
@@ -335,7 +331,6 @@ class Sessions:
                 request,
                 records,
                 scope="sessions",
-                max_limit=_MAX_RESOURCE_PAGE,
                 with_prev=True,
             )
 

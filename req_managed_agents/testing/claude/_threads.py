@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
-    _MAX_RESOURCE_PAGE,
     ID,
     SESSION_PATH,
     _archive,
@@ -78,9 +77,7 @@ class Threads:
                 for t in session.threads.values()
                 if not statuses or t.record["status"] in statuses
             ]
-            return self._state.page(
-                request, threads, scope=f"threads:{session_id}", max_limit=_MAX_RESOURCE_PAGE
-            )
+            return self._state.page(request, threads, scope=f"threads:{session_id}")
 
     def _get_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> dict[str, Any]:
         with self._state.condition:

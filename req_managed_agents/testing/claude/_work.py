@@ -18,7 +18,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
     _invalid,
     _json_object,
@@ -30,7 +29,6 @@ from req_managed_agents.testing.claude._work_items import DEFAULT_RECLAIM_MS, se
 from req_managed_agents.testing.server import new_id, query_value
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing.claude._environments import Environments
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Lifecycle, RecordedRequest, Route
@@ -53,16 +51,9 @@ def _block_ms(request: RecordedRequest) -> int:
 class WorkQueue:
     """The work routes: the items of ``_work_items`` over HTTP."""
 
-    def __init__(
-        self,
-        lifecycle: Lifecycle,
-        state: ClaudeState,
-        environments: Environments,
-        items: WorkItems,
-    ) -> None:
+    def __init__(self, lifecycle: Lifecycle, state: ClaudeState, items: WorkItems) -> None:
         self._lifecycle = lifecycle
         self._state = state
-        self._environments = environments
         self._items = items
 
     def routes(self) -> list[Route]:
@@ -79,7 +70,7 @@ class WorkQueue:
         ]
 
     def _self_hosted(self, environment_id: str) -> None:
-        environment = self._environments.environment(environment_id)
+        environment = self._state.environments.find(environment_id)
         if environment["config"]["type"] != "self_hosted":
             raise _invalid(f"environment {environment_id!r} is not self_hosted; it has no work")
 
@@ -162,7 +153,6 @@ class WorkQueue:
                 exchange.request,
                 [item.view() for item in items],
                 scope=f"work:{environment_id}",
-                max_limit=_MAX_RESOURCE_PAGE,
             )
 
     def _stats(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:

@@ -12,11 +12,10 @@ made up, is refused with the API's own 400, and so is a size out of range.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.server._routes import query_value
+from req_managed_agents.testing.server._routes import new_id, query_value
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -90,6 +89,6 @@ class PageTokens:
 
     def token(self, scope: str, start: Any) -> str:
         """A new token for the page of the list ``scope`` that starts at key ``start``."""
-        token = secrets.token_urlsafe(24)
+        token = new_id("page")
         self._starts[token] = (scope, start)
         return token
