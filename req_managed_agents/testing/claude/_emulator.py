@@ -284,7 +284,7 @@ class ClaudeEmulator(SseEmulator):
     def terminate_session(self, session_id: str) -> None:
         """Log ``session.status_terminated`` as if the service had failed the session."""
         with self._state.condition:
-            self._log.terminate(self._state.known_session(session_id))
+            self._log.terminate(self._state.sessions.known(session_id))
 
     def fail_turn(self, session_id: str, error_type: str = "model_overloaded_error") -> None:
         """Give up on the running turn the way the service does after its retries: a
@@ -297,7 +297,7 @@ class ClaudeEmulator(SseEmulator):
             "retry_status": {"type": "exhausted"},
         }
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             session.gave_up = True
             self._outcomes.settle(session, "failed", "The turn failed: the service gave up.")
             self._log.append(session, {"type": "session.error", "error": error})
@@ -309,7 +309,7 @@ class ClaudeEmulator(SseEmulator):
         return its metadata. Writing a name again adds a newer file of that name."""
         content = _output_bytes(name, data)
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.deleted:
                 raise ValueError(f"session {session_id!r} was deleted")
             return copy.deepcopy(self._files.write_output(session, name, content).record)
@@ -320,7 +320,7 @@ class ClaudeEmulator(SseEmulator):
         """The session's event log, oldest first (a copy; kept after the session is
         deleted), or the log of one of its threads."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if thread_id is None:
                 return copy.deepcopy(session.log)
             if thread_id not in session.threads:
@@ -330,7 +330,7 @@ class ClaudeEmulator(SseEmulator):
     def threads(self, session_id: str) -> list[dict[str, Any]]:
         """The session's threads as the API shows them, the primary one first (copies)."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return [_thread_view(session, t) for t in session.threads.values()]
 
     def session_ids(self) -> list[str]:

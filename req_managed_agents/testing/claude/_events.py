@@ -142,7 +142,7 @@ class Events:
             raise _invalid("events: value must contain at least 1 item")
         check_request(events)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.record["archived_at"]:
                 raise _invalid("the session is archived")
             if session.status == "terminated":
@@ -277,7 +277,7 @@ class Events:
         types = _query_values(request, "types", EVENT_TYPES)
         processed = _time_filter(request)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             events = [
                 e
                 for e in session.log

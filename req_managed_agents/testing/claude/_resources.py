@@ -185,7 +185,7 @@ class SessionResources:
     def _add_resource(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if body.get("type") != "file":
                 raise _invalid("type: only 'file' resources can be added to a running session")
             source, mount_path = self.file_resource(body, "")
@@ -195,7 +195,7 @@ class SessionResources:
 
     def _list_resources(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            resources = self._state.live_session(session_id).record["resources"]
+            resources = self._state.sessions.find(session_id).record["resources"]
             return self._state.page(
                 exchange.request,
                 resources,
@@ -208,7 +208,7 @@ class SessionResources:
         self, exchange: Exchange, session_id: str, resource_id: str
     ) -> dict[str, Any]:
         with self._state.condition:
-            return dict(self._resource(self._state.live_session(session_id), resource_id))
+            return dict(self._resource(self._state.sessions.find(session_id), resource_id))
 
     def _update_resource(
         self, exchange: Exchange, session_id: str, resource_id: str
@@ -220,7 +220,7 @@ class SessionResources:
         if not isinstance(token, str) or not token:
             raise _invalid("authorization_token: Field required")
         with self._state.condition:
-            resource = self._resource(self._state.live_session(session_id), resource_id)
+            resource = self._resource(self._state.sessions.find(session_id), resource_id)
             if resource["type"] != "github_repository":
                 raise _invalid("only a github_repository resource's token can be updated")
             self._state.tokens[resource_id] = token
@@ -231,7 +231,7 @@ class SessionResources:
         self, exchange: Exchange, session_id: str, resource_id: str
     ) -> dict[str, Any]:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             resource = self._resource(session, resource_id)
             if resource["type"] != "file":
                 raise _invalid("a repository stays mounted for the session's lifetime")

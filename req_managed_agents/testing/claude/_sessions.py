@@ -251,7 +251,7 @@ class Sessions:
 
     def _get_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            return self._state.live_session(session_id).view()
+            return self._state.sessions.find(session_id).view()
 
     def _update_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
@@ -259,7 +259,7 @@ class Sessions:
         if body.get("vault_ids") is not None:
             raise _invalid("vault_ids: updating a session's vaults is not yet supported")
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             record = session.record
             if record["archived_at"] or session.status == "terminated":
                 raise _invalid("an archived or terminated session cannot be updated")
@@ -337,7 +337,7 @@ class Sessions:
     def _archive_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.status == "running":
                 raise _invalid("a running session cannot be archived; interrupt it first")
             if not session.record["archived_at"]:
@@ -347,7 +347,7 @@ class Sessions:
 
     def _delete_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.status == "running":
                 raise _invalid("a running session cannot be deleted; interrupt it first")
             session.deleted = True

@@ -4,9 +4,8 @@ Each resource (agents, sessions, files, ...) keeps no data of its own: it reads 
 the :class:`ClaudeState` it was given, under ``condition``, the emulator's one lock (see
 :class:`~req_managed_agents.testing.server.Lifecycle`), notifying it when a waiter may care.
 The resources are kept in :class:`~req_managed_agents.testing.server.Records`, which find
-one or answer the API's 404. Besides the data, the state finds sessions (live ones for the
-API, deleted ones too for tests) and cuts lists into pages behind opaque cursors, as every
-resource needs.
+one or answer the API's 404. Besides the data, the state cuts lists into pages behind
+opaque cursors, as every resource needs.
 """
 
 from __future__ import annotations
@@ -53,7 +52,8 @@ class ClaudeState:
         self.agent_versions: dict[str, list[dict[str, Any]]] = {}  # every version, oldest first
         self.agent_scripts: dict[str, tuple[Turn, ...]] = {}
         self.environments: Records[dict[str, Any]] = Records("environment", _coded_not_found)
-        self.sessions: dict[str, _Session] = {}
+        # A deleted session is a 404 to the API, and stays for tests.
+        self.sessions: Records[_Session] = Records("session", _not_found, lambda s: s.deleted)
         self.files: Records[_StoredFile] = Records("file", _not_found)
         # The creation time of the newest file, so that a newer one never ties with it.
         self.last_file_time = datetime.min.replace(tzinfo=timezone.utc)
@@ -78,20 +78,6 @@ class ClaudeState:
             max_size=_MAX_RESOURCE_PAGE,
             refuse=lambda name, problem: _invalid(f"{name}: {problem}"),
         )
-
-    def known_session(self, session_id: str) -> _Session:
-        """For the test-facing methods: deleted sessions stay observable."""
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise KeyError(f"no session {session_id!r} in this emulator")
-        return session
-
-    def live_session(self, session_id: str) -> _Session:
-        """For the API: a deleted session is a 404."""
-        session = self.sessions.get(session_id)
-        if session is None or session.deleted:
-            raise _not_found("session", session_id)
-        return session
 
     def page(
         self,

@@ -111,7 +111,7 @@ class EventStream:
 
     def _stream_events(self, exchange: Exchange, session_id: str) -> None:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
         self.serve(exchange, session, session.log, session_id)
 
     def _frame(self, event: Mapping[str, Any], *, cut: bool = False) -> bytes:

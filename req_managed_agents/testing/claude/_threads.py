@@ -61,7 +61,7 @@ class Threads:
         ]
 
     def _thread(self, session_id: str, thread_id: str) -> tuple[_Session, _Thread]:
-        session = self._state.live_session(session_id)
+        session = self._state.sessions.find(session_id)
         thread = session.threads.get(thread_id)
         if thread is None:
             raise _not_found("session thread", thread_id)
@@ -71,7 +71,7 @@ class Threads:
         request = exchange.request
         statuses = _query_values(request, "statuses", _STATUSES)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             threads = [
                 _thread_view(session, t)
                 for t in session.threads.values()

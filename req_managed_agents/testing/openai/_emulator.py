@@ -60,9 +60,7 @@ class OpenAIAgentsEmulator(SseEmulator):
         self._player = player = Player(lifecycle, log, flow, echo_answers=echo_answers)
         self._agents = agents = Agents(state)
         stream = EventStream(lifecycle, state, ping_interval=ping_interval)
-        sessions = Sessions(
-            state, log, agents=agents, player=player, flow=flow, stream=stream, base_url=""
-        )
+        sessions = Sessions(state, log, player, flow, stream)
         routes = [
             *sessions.routes(),  # before the agents': /v1/agents/sessions is no agent id
             *Inputs(state, player).routes(),
@@ -127,7 +125,7 @@ class OpenAIAgentsEmulator(SseEmulator):
         turns ``turn.failed`` (``internal_error``), then ``agent.session.failed`` (the
         session's ``error`` is ``message``). A failed session takes no more input."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.status == "failed" or session.deleted:
                 raise ValueError(f"session {session_id!r} has already ended")
             self._flow.fail(session, "internal_error", message, session_failed=True)
@@ -137,7 +135,7 @@ class OpenAIAgentsEmulator(SseEmulator):
         ``error`` event, then ``turn.failed`` with ``code`` (a ``SessionTurnError`` code),
         then the next queued turn, or ``agent.session.idle``. The session stays usable."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.active is None:
                 raise ValueError(f"session {session_id!r} has no open turn")
             self._player.fail_turn(session, code, "The service gave up on the turn.")
@@ -148,24 +146,24 @@ class OpenAIAgentsEmulator(SseEmulator):
         """The session's event log, oldest first (a copy; kept after the session is
         deleted). Stream fault positions count in it."""
         with self._state.condition:
-            return copy.deepcopy(self._state.known_session(session_id).log)
+            return copy.deepcopy(self._state.sessions.known(session_id).log)
 
     def items(self, session_id: str, subagent_id: str | None = None) -> list[dict[str, Any]]:
         """The root agent's items (or one subagent's), oldest first, as they are now."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return copy.deepcopy(session.owned_items(subagent_id))
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """Every turn of the session (root and subagent turns), oldest first."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return [copy.deepcopy(turn.record) for turn in session.turns.values()]
 
     def session(self, session_id: str) -> dict[str, Any]:
         """The session as ``GET /v1/agents/sessions/{id}`` answers it now."""
         with self._state.condition:
-            return self._state.known_session(session_id).view()
+            return self._state.sessions.known(session_id).view()
 
     def session_ids(self) -> list[str]:
         """Ids of every session created so far, oldest first."""

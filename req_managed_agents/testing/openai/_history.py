@@ -46,7 +46,7 @@ class History:
 
     def _session(self, exchange: Exchange, session_id: str) -> Session:
         check_query(exchange.request)
-        return self._state.live_session(session_id)
+        return self._state.sessions.find(session_id)
 
     def _items(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:

@@ -74,7 +74,7 @@ class Inputs:
         key = request.headers.get("idempotency-key")
         digest = json.dumps(body, sort_keys=True, separators=(",", ":"))
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             seen = session.idempotency.get(key) if key is not None else None
             if seen is None:
                 batch = _Batch(session)

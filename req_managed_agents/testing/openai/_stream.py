@@ -60,7 +60,7 @@ class EventStream:
         if obfuscated not in ("true", "false"):
             raise invalid_value("include_obfuscation", "must be 'true' or 'false'.")
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             # No replay: only events logged from now on. Taken with the snapshot, before
             # the head is sent, so the snapshot and what follows it agree.
             cursor = len(session.log)
