@@ -23,13 +23,11 @@ if TYPE_CHECKING:
 
 
 class SessionLog:
-    """Logs events into sessions; called with the lock of ``lifecycle`` (the emulator's)
-    held. Every event wakes the waiters on the emulator's changes and on its session's
-    bell (its streams)."""
+    """Logs events into sessions and their threads, announcing each to ``lifecycle`` (the
+    emulator's, whose lock is held)."""
 
     def __init__(self, lifecycle: Lifecycle) -> None:
-        self._condition = lifecycle.condition
-        self._ring = lifecycle.ring
+        self._lifecycle = lifecycle
 
     def append(
         self,
@@ -56,8 +54,7 @@ class SessionLog:
             thread.log.append(logged)
             if cross_post:
                 session.log.append(logged)
-        self._condition.notify_all()
-        self._ring(session.record["id"])
+        self._lifecycle.announce(session.record["id"])
         return logged
 
     def set_status(self, session: _Session, status: str) -> None:

@@ -15,9 +15,9 @@ type (one the SDK does not know yet, say). The log gives each its ``id`` and
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing._script import scripted_event
 from req_managed_agents.testing.claude._wire import NAMED_EVENTS, WORKFLOW_EVENTS
 from req_managed_agents.testing.server import new_id
 
@@ -42,11 +42,7 @@ class ScriptedEvents:
 
     def event(self, scripted: ScriptedEvent) -> dict[str, Any]:
         """The event to log for what the script says (without its id and time)."""
-        if isinstance(scripted, str):
-            return {"type": scripted, **self._filled(scripted)}
-        kind = str(scripted["type"])
-        given = copy.deepcopy(dict(scripted))
-        return {"type": kind, **(self._filled(kind) if kind in NAMED_EVENTS else {}), **given}
+        return scripted_event(scripted, NAMED_EVENTS, self._filled)
 
     def logged(self, event: dict[str, Any]) -> None:
         """Note an event as logged: a phase's end names the start logged last."""

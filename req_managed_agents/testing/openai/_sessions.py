@@ -229,8 +229,7 @@ class Sessions:
                 )
             self._flow.abandon(session)
             session.deleted = True
-            self._state.condition.notify_all()
-            self._log.ring(session.id)  # its streams end
+            self._log.announce(session)  # its streams end
         return {"id": session_id, "deleted": True, "object": "agent.session.deleted"}
 
 
