@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import copy
 import secrets
-import string
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import as_script
+from req_managed_agents.testing.agentcore._sigv4 import _random_keys, _SigV4Verifier
 from req_managed_agents.testing.claude._agents import Agents
 from req_managed_agents.testing.claude._api import ClaudeAPI
 from req_managed_agents.testing.claude._bedrock import DEFAULT_MODEL as BEDROCK_MODEL
@@ -92,20 +92,13 @@ class ClaudeEmulator(SseEmulator):
         self.flavor = flavor
         self.echo_answers = echo_answers
         self.region = region
-        upper = string.ascii_uppercase + string.digits
-        self.access_key_id = access_key_id or "AKIA" + "".join(
-            secrets.choice(upper) for _ in range(16)
-        )
-        self.secret_access_key = secret_access_key or secrets.token_urlsafe(30)
+        random_id, random_secret = _random_keys()
+        self.access_key_id = access_key_id or random_id
+        self.secret_access_key = secret_access_key or random_secret
         sigv4 = None
         if flavor == "bedrock":
-            from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
-            from req_managed_agents.transport._aws import load_botocore
-
-            credentials = load_botocore()["credentials"].Credentials(
-                self.access_key_id, self.secret_access_key
-            )
-            sigv4 = _SigV4Verifier(credentials, region, service="bedrock")
+            keys = (self.access_key_id, self.secret_access_key)
+            sigv4 = _SigV4Verifier(*keys, region, service="bedrock")
         # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = ClaudeState(lifecycle.condition)
