@@ -64,8 +64,8 @@ class AgentCoreState:
         """One page (``maxResults``, default 10) of ``keyed`` items (ascending keys) as
         ``member``, and the ``nextToken`` to the rest. A token names the key the next page
         starts at, so an item removed between pages shifts nothing; it only works for the
-        list (the path) it came from."""
-        page = self._pages.cut(request, keyed, request.path)
+        list it came from."""
+        page = self._pages.cut(request, keyed)
         answer: dict[str, Any] = {member: page.items}
         if page.next_token is not None:
             answer["nextToken"] = page.next_token

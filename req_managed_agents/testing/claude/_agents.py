@@ -245,7 +245,7 @@ class Agents(Resource):
         with self._state.condition:
             self._state.agents.find(agent_id)
             versions = list(reversed(self._state.agent_versions[agent_id]))
-            return self._state.page(exchange.request, versions, scope=exchange.request.path)
+            return self._state.page(exchange.request, versions)
 
     def _archived(self, record: dict[str, Any]) -> None:
         for version in self._state.agent_versions[record["id"]]:

@@ -285,6 +285,4 @@ class Events:
             ]
             if order == "desc":
                 events.reverse()
-            return self._state.page(
-                request, events, scope=f"events:{session_id}", max_limit=_MAX_EVENTS_PAGE
-            )
+            return self._state.page(request, events, max_limit=_MAX_EVENTS_PAGE)

@@ -162,9 +162,7 @@ class Files:
                 for f in reversed(self._state.files.values())
                 if scope_id in (None, f.scope_id) and (not ids or f.record["id"] in ids)
             ]
-            return self._state.page(
-                request, newest_first, scope=f"files:{scope_id}", max_limit=_MAX_FILES_PAGE
-            )
+            return self._state.page(request, newest_first, max_limit=_MAX_FILES_PAGE)
 
     def _get_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
         with self._state.condition:

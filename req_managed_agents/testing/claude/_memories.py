@@ -266,7 +266,6 @@ class Memories:
             return self._state.page(
                 request,
                 items,
-                scope=f"memories:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
 
@@ -308,7 +307,6 @@ class Memories:
             return self._state.page(
                 request,
                 versions,
-                scope=f"memory_versions:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
 

@@ -81,7 +81,7 @@ class Resource:
                 for r in self._listed(*ids)
                 if (archived or not r["archived_at"]) and (not created or created(r["created_at"]))
             ]
-            return self._state.page(request, records, scope=request.path)
+            return self._state.page(request, records)
 
     def _archive(self, exchange: Exchange, *ids: str) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)

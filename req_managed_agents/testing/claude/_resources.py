@@ -199,7 +199,6 @@ class SessionResources:
             return self._state.page(
                 exchange.request,
                 resources,
-                scope=f"resources:{session_id}",
                 max_limit=_MAX_FILES_PAGE,
                 default_limit=max(1, len(resources)),  # no limit: all of them
             )

@@ -330,7 +330,6 @@ class Sessions:
             return self._state.page(
                 request,
                 records,
-                scope="sessions",
                 with_prev=True,
             )
 

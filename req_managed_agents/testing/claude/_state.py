@@ -31,10 +31,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._turn import Turn
     from req_managed_agents.testing.server import RecordedRequest
 
-# Query parameters that move through a list rather than filter it (``beta=true``: the SDK's
-# marker of beta paths).
-_PAGING_PARAMETERS = frozenset({"limit", "page", "beta"})
-
 
 def _coded_not_found(kind: str, object_id: str) -> _APIError:
     """The 404 of a kind whose absence the API names a code for (``environment_not_found``)."""
@@ -77,6 +73,7 @@ class ClaudeState:
             default_size=_DEFAULT_PAGE,
             max_size=_MAX_RESOURCE_PAGE,
             refuse=lambda name, problem: _invalid(f"{name}: {problem}"),
+            ignored=("beta",),  # the SDK's marker of beta paths
         )
 
     def page(
@@ -84,30 +81,18 @@ class ClaudeState:
         request: RecordedRequest,
         items: list[Any],
         *,
-        scope: str,
         max_limit: int = _MAX_RESOURCE_PAGE,
         with_prev: bool = False,
         default_limit: int = _DEFAULT_PAGE,
     ) -> dict[str, Any]:
         """Cut ``items`` into pages behind opaque cursors (``limit`` and ``page``, answered
-        as ``next_page``, and ``prev_page`` ``with_prev``); a cursor only works in its scope
-        and with the filters (every query parameter but the paging ones) it was made with."""
-        filters = sorted(
-            (name, values)
-            for name, values in request.query.items()
-            if name not in _PAGING_PARAMETERS
-        )
-        scope = f"{scope}?{filters}"
+        as ``next_page``, and ``prev_page`` ``with_prev``)."""
         page = self._pages.cut(
-            request,
-            list(enumerate(items)),
-            scope,
-            default_size=default_limit,
-            max_size=max_limit,
+            request, list(enumerate(items)), default_size=default_limit, max_size=max_limit
         )
         result = {"data": copy.deepcopy(page.items), "next_page": page.next_token}
         if with_prev:
             offset = page.start or 0
             previous = max(0, offset - page.size)
-            result["prev_page"] = self._pages.token(scope, previous) if offset else None
+            result["prev_page"] = self._pages.token(request, previous) if offset else None
         return result

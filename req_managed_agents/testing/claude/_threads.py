@@ -77,7 +77,7 @@ class Threads:
                 for t in session.threads.values()
                 if not statuses or t.record["status"] in statuses
             ]
-            return self._state.page(request, threads, scope=f"threads:{session_id}")
+            return self._state.page(request, threads)
 
     def _get_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> dict[str, Any]:
         with self._state.condition:
@@ -104,7 +104,6 @@ class Threads:
             return self._state.page(
                 exchange.request,
                 thread.log,
-                scope=f"thread-events:{thread_id}",
                 max_limit=_MAX_EVENTS_PAGE,
             )
 

@@ -152,7 +152,6 @@ class WorkQueue:
             return self._state.page(
                 exchange.request,
                 [item.view() for item in items],
-                scope=f"work:{environment_id}",
             )
 
     def _stats(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:

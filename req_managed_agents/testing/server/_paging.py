@@ -4,9 +4,10 @@ Most APIs page a list the same way under different names: a page size in the que
 default and a maximum), and an opaque token, handed out with a page, that the client sends
 back for the next one (Claude's ``limit``/``page`` answered as ``next_page``, AWS's
 ``maxResults``/``nextToken``, Google's ``pageSize``/``pageToken`` answered as
-``nextPageToken``). A token names the *key* its page starts at in one list (its scope):
-keyed by position, a list pages by offset; keyed by something stable (an order of
-creation), an item removed between pages shifts nothing. A token sent to another list, or
+``nextPageToken``). A token names the *key* its page starts at in one list: keyed by
+position, a list pages by offset; keyed by something stable (an order of creation), an item
+removed between pages shifts nothing. A token works only for the list it came from: the
+same path with the same filters (its other query parameters). One sent to another list, or
 made up, is refused with the API's own 400, and so is a size out of range.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.server._routes import new_id, query_value
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
     from typing import Callable
 
     from req_managed_agents.testing.server._records import RecordedRequest
@@ -39,7 +40,8 @@ class PageTokens:
     """The page tokens one API handed out, and the dialect it reads them in.
 
     ``size`` and ``token`` are the names of the query parameters of the page size and of the
-    token; ``refuse(name, problem)`` makes the API's 400 for a bad value of one of them.
+    token; ``refuse(name, problem)`` makes the API's 400 for a bad value of one of them;
+    ``ignored`` names the query parameters that are no filter (a client's markers).
     """
 
     def __init__(
@@ -50,19 +52,20 @@ class PageTokens:
         default_size: int,
         max_size: int,
         refuse: Callable[[str, str], Exception],
+        ignored: Collection[str] = (),
     ) -> None:
+        self._paging = frozenset({size, token, *ignored})
         self._size = size
         self._token = token
         self._default_size = default_size
         self._max_size = max_size
         self._refuse = refuse
-        self._starts: dict[str, tuple[str, Any]] = {}  # token -> (scope, key it starts at)
+        self._starts: dict[str, tuple[str, Any]] = {}  # token -> (its list, key it starts at)
 
     def cut(
         self,
         request: RecordedRequest,
         keyed: Sequence[tuple[Any, Any]],
-        scope: str,
         *,
         default_size: int | None = None,
         max_size: int | None = None,
@@ -80,15 +83,20 @@ class PageTokens:
         token = query_value(request, self._token)
         if token is not None:
             found = self._starts.get(token)
-            if found is None or found[0] != scope:
+            if found is None or found[0] != self._list(request):
                 raise self._refuse(self._token, "must be a token from a previous page")
             start = found[1]
         remaining = [pair for pair in keyed if start is None or pair[0] >= start]
-        next_token = self.token(scope, remaining[size][0]) if len(remaining) > size else None
+        next_token = self.token(request, remaining[size][0]) if len(remaining) > size else None
         return Page([item for _, item in remaining[:size]], next_token, start, size)
 
-    def token(self, scope: str, start: Any) -> str:
-        """A new token for the page of the list ``scope`` that starts at key ``start``."""
+    def token(self, request: RecordedRequest, start: Any) -> str:
+        """A new token for the page that starts at key ``start`` of the request's list."""
         token = new_id("page")
-        self._starts[token] = (scope, start)
+        self._starts[token] = (self._list(request), start)
         return token
+
+    def _list(self, request: RecordedRequest) -> str:
+        """Which list a request reads: its path and its filters."""
+        filters = sorted((k, v) for k, v in request.query.items() if k not in self._paging)
+        return f"{request.path}?{filters}"
