@@ -61,7 +61,8 @@ def find_endpoint(state: AgentCoreState, harness: _Harness, name: str) -> _Endpo
     return _new_endpoint(harness, name, ("READY",))
 
 
-def _not_found(harness: _Harness, name: str) -> _AwsError:
+def endpoint_not_found(harness: _Harness, name: str) -> _AwsError:
+    """The 404 for an endpoint a harness does not have (yet)."""
     return _AwsError(
         404, "ResourceNotFoundException", f"Endpoint {name} not found for harness {harness.id}"
     )
@@ -91,7 +92,7 @@ class EndpointRoutes:
         harness = self._state.harnesses.find(harness_id)
         endpoint = find_endpoint(self._state, harness, name)
         if endpoint is None:
-            raise _not_found(harness, name)
+            raise endpoint_not_found(harness, name)
         return harness, endpoint
 
     def _create(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:

@@ -31,7 +31,6 @@ from req_managed_agents.testing.claude._wire import (
     _APIError,
     _invalid,
     _json_object,
-    _not_found,
     _query_choice,
     _query_int,
     _reject_unknown,
@@ -130,10 +129,7 @@ class Memories:
 
     def _memory(self, store_id: str, memory_id: str) -> dict[str, Any]:
         self._stores.memory_store(store_id)
-        memory = self._state.memories[store_id].get(memory_id)
-        if memory is None:
-            raise _not_found("memory", memory_id)
-        return memory
+        return self._state.memories[store_id].find(memory_id)
 
     def _check_path_free(self, store_id: str, path: str, own_id: str = "") -> None:
         for memory in self._state.memories[store_id].values():
@@ -271,10 +267,7 @@ class Memories:
 
     def _memory_version(self, store_id: str, version_id: str) -> dict[str, Any]:
         self._stores.memory_store(store_id)
-        version = self._state.memory_versions[store_id].get(version_id)
-        if version is None:
-            raise _not_found("memory version", version_id)
-        return version
+        return self._state.memory_versions[store_id].find(version_id)
 
     def _get_memory_version(
         self, exchange: Exchange, store_id: str, version_id: str

@@ -18,11 +18,12 @@ from req_managed_agents.testing.claude._wire import (
     _invalid,
     _json_object,
     _merged_metadata,
+    _not_found,
     _optional_string,
     _reject_unknown,
     _required_name,
 )
-from req_managed_agents.testing.server import new_id, utc_timestamp
+from req_managed_agents.testing.server import Records, new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
@@ -73,8 +74,8 @@ class MemoryStores(Resource):
             store["backend"] = backend
         with self._state.condition:
             self._state.memory_stores[store["id"]] = store
-            self._state.memories[store["id"]] = {}
-            self._state.memory_versions[store["id"]] = {}
+            self._state.memories[store["id"]] = Records("memory", _not_found)
+            self._state.memory_versions[store["id"]] = Records("memory version", _not_found)
             return copy.deepcopy(store)
 
     def _update_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:

@@ -58,9 +58,9 @@ class ClaudeState:
         # By credential id, across vaults.
         self.credentials: Records[dict[str, Any]] = Records("credential", _not_found)
         self.memory_stores: Records[dict[str, Any]] = Records("memory store", _not_found)
-        self.memories: dict[str, dict[str, dict[str, Any]]] = {}  # store id -> memory id -> it
-        # store id -> version id -> version, oldest first
-        self.memory_versions: dict[str, dict[str, dict[str, Any]]] = {}
+        # Store id -> its memories, and its memory versions (oldest first).
+        self.memories: dict[str, Records[dict[str, Any]]] = {}
+        self.memory_versions: dict[str, Records[dict[str, Any]]] = {}
         # Self-hosted environments: their work items (oldest first), their keys, the live
         # sessions token of each item handed out, and when each worker last polled.
         self.work: dict[str, _WorkItem] = {}
