@@ -42,12 +42,10 @@ class AgentCoreAPI(RoutedService[_AwsError]):
             raise ValueError("AgentCore errors have no code; name the exception (error_type)")
 
     def unknown_route(self, request: RecordedRequest) -> _AwsError:
-        """An ``UnknownOperationException`` (404)."""
         message = f"No operation for {request.method} {request.path}"
         return _AwsError(404, "UnknownOperationException", message)
 
     def answer_headers(self) -> dict[str, str]:
-        """A fresh ``x-amzn-RequestId``."""
         return {"x-amzn-RequestId": str(uuid.uuid4())}
 
     def answer_error(

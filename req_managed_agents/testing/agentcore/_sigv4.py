@@ -32,12 +32,9 @@ _TOKEN_INVALID = "The security token included in the request is invalid."
 def _random_keys() -> tuple[str, str]:
     """A made-up access key id (``AKIA`` and 16 capitals or digits, as AWS makes them) and
     secret access key, for an emulator given none."""
-    upper = string.ascii_uppercase + string.digits
-    secret = string.ascii_letters + string.digits + "+/"
-    return (
-        "AKIA" + "".join(secrets.choice(upper) for _ in range(16)),
-        "".join(secrets.choice(secret) for _ in range(40)),
-    )
+    alphabet = string.ascii_uppercase + string.digits
+    key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    return key_id, "".join(secrets.choice(alphabet + string.ascii_lowercase) for _ in range(40))
 
 
 def _signature_error(name: str, message: str) -> _AwsError:

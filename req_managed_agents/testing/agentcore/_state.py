@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.agentcore._records import Invocation, StoppedSession
     from req_managed_agents.testing.server import RecordedRequest
 
+_DEFAULT_PAGE = 10
+_MAX_PAGE = 100
+
 
 class AgentCoreState:
     """The AgentCore emulator's data, guarded by ``condition``."""
@@ -42,11 +45,7 @@ class AgentCoreState:
         # Seconds from a harness's READY to its DEFAULT endpoint's (None: it never comes).
         self.endpoint_delay: float | None = 0.0
         self._pages = PageTokens(
-            size="maxResults",
-            token="nextToken",
-            default_size=10,
-            max_size=100,
-            refuse=lambda name, problem: _invalid([(name, f"Member {problem}")]),
+            "maxResults", "nextToken", lambda name, problem: _invalid([(name, f"Member {problem}")])
         )
         # The status scripts of the next harnesses created, by name (None: any name).
         self.next_statuses: dict[str | None, tuple[str, ...]] = {}
@@ -65,7 +64,7 @@ class AgentCoreState:
         ``member``, and the ``nextToken`` to the rest. A token names the key the next page
         starts at, so an item removed between pages shifts nothing; it only works for the
         list it came from."""
-        page = self._pages.cut(request, keyed)
+        page = self._pages.cut(request, keyed, _DEFAULT_PAGE, _MAX_PAGE)
         answer: dict[str, Any] = {member: page.items}
         if page.next_token is not None:
             answer["nextToken"] = page.next_token

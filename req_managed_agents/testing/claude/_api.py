@@ -68,11 +68,9 @@ class ClaudeAPI(RoutedService[_APIError]):
             check_code(fault.code, fault.status)
 
     def unknown_route(self, request: RecordedRequest) -> _APIError:
-        """A 404 naming the method and path."""
         return _APIError(404, f"no route for {request.method} {request.path}")
 
     def answer_headers(self) -> dict[str, str]:
-        """A fresh ``request-id``."""
         return {"request-id": new_id("req")}
 
     def answer_error(

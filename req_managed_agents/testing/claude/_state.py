@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.server import RecordedRequest
 
 
+def _invalid_parameter(name: str, problem: str) -> _APIError:
+    return _invalid(f"{name}: {problem}")
+
+
 def _coded_not_found(kind: str, object_id: str) -> _APIError:
     """The 404 of a kind whose absence the API names a code for (``environment_not_found``)."""
     return _coded(f"{kind}_not_found", f"{kind} {object_id!r} was not found")
@@ -67,14 +71,8 @@ class ClaudeState:
         self.environment_keys: dict[str, str] = {}  # environment id -> its key
         self.work_tokens: dict[str, str] = {}  # sessions token -> work item id
         self.workers_polling: dict[str, dict[str, float]] = {}  # env id -> worker -> time
-        self._pages = PageTokens(
-            size="limit",
-            token="page",
-            default_size=_DEFAULT_PAGE,
-            max_size=_MAX_RESOURCE_PAGE,
-            refuse=lambda name, problem: _invalid(f"{name}: {problem}"),
-            ignored=("beta",),  # the SDK's marker of beta paths
-        )
+        # "beta=true" is no filter: the SDK's marker of beta paths.
+        self._pages = PageTokens("limit", "page", _invalid_parameter, ignored=("beta",))
 
     def page(
         self,
@@ -87,9 +85,7 @@ class ClaudeState:
     ) -> dict[str, Any]:
         """Cut ``items`` into pages behind opaque cursors (``limit`` and ``page``, answered
         as ``next_page``, and ``prev_page`` ``with_prev``)."""
-        page = self._pages.cut(
-            request, list(enumerate(items)), default_size=default_limit, max_size=max_limit
-        )
+        page = self._pages.cut(request, list(enumerate(items)), default_limit, max_limit)
         result = {"data": copy.deepcopy(page.items), "next_page": page.next_token}
         if with_prev:
             offset = page.start or 0

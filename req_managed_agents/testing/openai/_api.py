@@ -37,11 +37,9 @@ class OpenAIAPI(RoutedService[APIError]):
             raise ValueError("an error code must not be empty")
 
     def unknown_route(self, request: RecordedRequest) -> APIError:
-        """``Invalid URL (<METHOD> <path>)``, a 404."""
         return APIError(404, f"Invalid URL ({request.method} {request.path})")
 
     def answer_headers(self) -> dict[str, str]:
-        """A fresh ``x-request-id``."""
         return {"x-request-id": new_id("req")}
 
     def answer_error(self, exchange: Exchange, error: APIError, headers: Mapping[str, str]) -> None:

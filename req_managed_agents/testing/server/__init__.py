@@ -28,17 +28,11 @@ This package owns everything that is not about one provider's API, one concept p
   test alike (requests, streams, request faults, waiting, closing); :class:`SseEmulator`
   (``_sse_emulator``) adds the stream faults of those that stream a session's log over SSE.
 
-The kit an API is built from, so that a new emulator is mostly its own data and wire shapes:
-
-* :class:`RoutedService` (``_service``) - the API as the server calls it: checks every
-  request, routes it, answers its route's JSON or the API's error (injected ones alike); an
-  API gives its checks, its success headers and its error shape;
-* :class:`Records` (``_collection``) - the records of one kind of resource by id: found, or
-  answered with the API's 404;
-* :class:`PageTokens` (``_paging``) - lists cut into pages behind opaque tokens, in the API's
-  dialect (the names of its size and token parameters, its limits, its 400);
-* :class:`LogStreams` (``_log_stream``) - a session's log streamed as it grows, with
-  heartbeats, until the client leaves or no more can come; the API writes each event's frame.
+The kit an API is built from, so that an emulator is mostly its own data and wire shapes:
+:class:`RoutedService` (``_service``: checks, routing, answers and the API's error shape),
+:class:`Records` (``_collection``: resources by id, or the API's 404), :class:`PageTokens`
+(``_paging``: pages behind opaque tokens, in the API's dialect) and :class:`LogStreams`
+(``_log_stream``: a session's log streamed as it grows, in the API's frames).
 
 An emulator builds its API on a :class:`Lifecycle` (whose lock guards the API's state too),
 serves it with a :class:`LoopbackServer` and hands that to its :class:`LoopbackEmulator`.

@@ -1,11 +1,8 @@
 """The records of one kind of resource, by id: found, or answered with the API's 404.
 
 Every API keeps its resources (agents, sessions, files, harnesses, ...) by id, in the order
-they were made, and answers an id it does not hold with its own "not found" error. A
-:class:`Records` is that dict, knowing its kind and how its API words the 404, so that a
-route finds a record (or answers the 404) in one call. A record the API deleted but a test
-may still look at (a session and its log) stays, ``gone``: the API answers 404 for it, a
-test still finds it.
+made, and words its own 404 for an id it does not hold. A record the API deleted but a test
+may still look at (a session and its log) stays, ``gone``: a 404 to the API, found by tests.
 """
 
 from __future__ import annotations

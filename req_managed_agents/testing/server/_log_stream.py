@@ -1,14 +1,11 @@
 """A session's event log, streamed to a client as it grows, with heartbeats when it is quiet.
 
-The APIs that stream a session (Claude's and OpenAI's SSE streams) do it alike: from a
-position in the log, send each event as it is logged, in log order, write a heartbeat after
-each ``ping_interval`` of silence, and go on until the client leaves, no more can come (the
-session was deleted) or the emulator closes. What differs is the API's own: the frames, which
-events go out, and what ends a stream; the API's sender decides those, event by event.
-
-A stream waits for its scope's news (its bell, see
-:meth:`~req_managed_agents.testing.server.Lifecycle.bell`), the client leaving or its next
-heartbeat, whichever comes first: it never polls, so a thousand idle streams cost nothing.
+From a position in the log, each event goes out as it is logged, a heartbeat after each
+``ping_interval`` of silence, until the client leaves, no more can come (the session was
+deleted) or the emulator closes. The frames, which events go out and what ends a stream are
+the API's own: its sender decides, event by event. A stream waits for its bell
+(:meth:`~req_managed_agents.testing.server.Lifecycle.bell`), the client leaving or its next
+heartbeat: it never polls, so a thousand idle streams cost nothing.
 """
 
 from __future__ import annotations

@@ -46,19 +46,14 @@ class PageTokens:
 
     def __init__(
         self,
-        *,
         size: str,
         token: str,
-        default_size: int,
-        max_size: int,
         refuse: Callable[[str, str], Exception],
         ignored: Collection[str] = (),
     ) -> None:
         self._paging = frozenset({size, token, *ignored})
         self._size = size
         self._token = token
-        self._default_size = default_size
-        self._max_size = max_size
         self._refuse = refuse
         self._starts: dict[str, tuple[str, Any]] = {}  # token -> (its list, key it starts at)
 
@@ -66,18 +61,17 @@ class PageTokens:
         self,
         request: RecordedRequest,
         keyed: Sequence[tuple[Any, Any]],
-        *,
-        default_size: int | None = None,
-        max_size: int | None = None,
+        default_size: int,
+        max_size: int,
     ) -> Page:
-        """The page the request asks for of ``keyed`` ``(key, item)`` pairs (ascending keys):
-        the first, or the one its token starts. Call with the emulator's lock held."""
-        maximum = self._max_size if max_size is None else max_size
-        size = self._default_size if default_size is None else default_size
+        """The page the request asks for (of ``default_size`` items, or as many as it asks
+        for, up to ``max_size``) of ``keyed`` ``(key, item)`` pairs (ascending keys): the
+        first, or the one its token starts. Call with the emulator's lock held."""
+        size = default_size
         raw_size = query_value(request, self._size)
         if raw_size is not None:
-            if not raw_size.isdigit() or not 1 <= int(raw_size) <= maximum:
-                raise self._refuse(self._size, f"must be an integer from 1 to {maximum}")
+            if not raw_size.isdigit() or not 1 <= int(raw_size) <= max_size:
+                raise self._refuse(self._size, f"must be an integer from 1 to {max_size}")
             size = int(raw_size)
         start = None
         token = query_value(request, self._token)

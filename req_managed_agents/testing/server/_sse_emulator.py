@@ -1,11 +1,6 @@
-"""What an emulator that streams a session's log over SSE offers a test besides: stream faults.
-
-A fault meets the event at a position of a session's log (the position is the scope's: a
-session id, or a thread id for a thread's stream), on the next connections about to send
-it: the connection is cut, goes silent, carries a broken frame instead, or the frame twice.
-What a connection sends that is not in the log (a status snapshot, a heartbeat, a preview)
-meets no fault of its own.
-"""
+"""What an emulator that streams a session's log over SSE offers a test besides: faults that
+meet the event at a position of the log, on the next connections about to send it (what a
+connection sends that is not in the log, a snapshot or a heartbeat, meets none)."""
 
 from __future__ import annotations
 
