@@ -6,7 +6,8 @@ So is the handling of scripts: plain strings stand for text-only turns
 (:func:`as_script`), a turn's text may be a function of the texts that triggered the turn,
 evaluated by :func:`scripted_text`, streamed text goes out in a few pieces
 (:func:`text_pieces`), as a model's output does, and the events a turn names or gives are
-checked and frozen as it is made (:func:`frozen_events`).
+checked and frozen as it is made (:func:`frozen_events`) and filled in as it plays
+(:func:`scripted_event`).
 """
 
 from __future__ import annotations
@@ -129,3 +130,16 @@ def frozen_events(
         else:
             raise TypeError(f"a scripted event is a type name or a mapping, not {event!r}")
     return tuple(frozen)
+
+
+def scripted_event(
+    scripted: ScriptedEvent, named: Collection[str], filled: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    """The event to log for what a turn scripts (without its id): a type of ``named``
+    with what ``filled(type)`` gives it, or the given event, its fields over those its type
+    is filled with when it is one of ``named``."""
+    if isinstance(scripted, str):
+        return {"type": scripted, **filled(scripted)}
+    kind = str(scripted["type"])
+    given = copy.deepcopy(dict(scripted))
+    return {"type": kind, **(filled(kind) if kind in named else {}), **given}

@@ -34,8 +34,8 @@ from req_managed_agents.testing.agentcore._harness import (
     _Harness,
     _harness_not_found,
 )
-from req_managed_agents.testing.agentcore._shapes import _check_structure
-from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid, _json_object
+from req_managed_agents.testing.agentcore._shapes import _checked_body
+from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid
 from req_managed_agents.testing.server import query_value, utc_timestamp
 
 if TYPE_CHECKING:
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.agentcore._state import AgentCoreState
     from req_managed_agents.testing.server import Exchange, Route
 
-_DEFAULT_PAGE = 10
-_MAX_PAGE = 100
 _DEFAULT_STATUSES = ("CREATING", "READY")
 _UPDATE_STATUSES = ("UPDATING", "READY")
 # UpdateHarness members that come as ``{"optionalValue": ...}``: empty clears them.
@@ -94,9 +92,7 @@ class ControlPlane:
             ("PATCH", f"/harnesses/{one}", self._update_harness),
             ("GET", f"/harnesses/{one}/versions", self._list_harness_versions),
             ("DELETE", f"/harnesses/{one}", self._delete_harness),
-            *EndpointRoutes(
-                self._state, self._control_model, self._live_harness, self._token_page
-            ).routes(),
+            *EndpointRoutes(self._state, self._control_model).routes(),
         ]
 
     def new_harness(
@@ -165,12 +161,7 @@ class ControlPlane:
         return False
 
     def _create_harness(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
-        body = _json_object(exchange.request)
-        errors: list[tuple[str, str]] = []
-        shape = self._control_model.operation_model("CreateHarness").input_shape
-        _check_structure(shape, body, "", errors, body_only=True)
-        if errors:
-            raise _invalid(errors)
+        body = _checked_body(self._control_model, "CreateHarness", exchange.request)
         with self._state.condition:
             token = body.get("clientToken")
             earlier = self._state.harnesses.get(self._state.client_tokens.get(token or "", ""))
@@ -189,18 +180,12 @@ class ControlPlane:
                 self._state.client_tokens[token] = harness.id
             return 201, {"harness": harness.view()}
 
-    def _live_harness(self, harness_id: str) -> _Harness:
-        harness = self._state.harnesses.get(harness_id)
-        if harness is None:
-            raise _harness_not_found(harness_id)
-        return harness
-
     def _get_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
         version = query_value(exchange.request, "harnessVersion")
         if version is not None and not re.fullmatch(r"[1-9][0-9]{0,4}", version):
             raise _invalid([("harnessVersion", "Member must satisfy regular expression pattern")])
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             if not self._observed(harness):
                 raise _harness_not_found(harness_id)
             if version is not None and int(version) < len(harness.versions):
@@ -211,14 +196,9 @@ class ControlPlane:
             return 200, {"harness": harness.view()}
 
     def _update_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
-        body = _json_object(exchange.request)
-        errors: list[tuple[str, str]] = []
-        shape = self._control_model.operation_model("UpdateHarness").input_shape
-        _check_structure(shape, body, "", errors, body_only=True)
-        if errors:
-            raise _invalid(errors)
+        body = _checked_body(self._control_model, "UpdateHarness", exchange.request)
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             token = body.get("clientToken")
             if token and self._state.update_tokens.get(token) == harness_id:
                 return 200, {"harness": harness.view()}  # a retry of an update that landed
@@ -252,55 +232,26 @@ class ControlPlane:
         self, exchange: Exchange, harness_id: str
     ) -> tuple[int, dict[str, Any]]:
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             newest_first = range(len(harness.versions), 0, -1)
             keyed = [
                 (-number, {key: harness.version_view(number)[key] for key in _VERSION_KEYS})
                 for number in newest_first
             ]
-            return 200, self._token_page(exchange, keyed, "harnessVersions")
-
-    def _token_page(
-        self, exchange: Exchange, keyed: list[tuple[int, Any]], member: str
-    ) -> dict[str, Any]:
-        """One page (``maxResults``, default 10) of ``keyed`` items (ascending keys) and the
-        ``nextToken`` to the rest. A token names the key the next page starts at, so an item
-        removed between pages shifts nothing; it only works for the list it came from."""
-        request = exchange.request
-        raw_size = query_value(request, "maxResults")
-        size = _DEFAULT_PAGE
-        if raw_size is not None:
-            if not raw_size.isdigit() or not 1 <= int(raw_size) <= _MAX_PAGE:
-                raise _invalid([("maxResults", f"Member must be an integer from 1 to {_MAX_PAGE}")])
-            size = int(raw_size)
-        token = query_value(request, "nextToken")
-        start = None
-        if token is not None:
-            cursor = self._state.list_tokens.get(token)
-            if cursor is None or cursor[0] != request.path:
-                raise _invalid([("nextToken", "Member must be a token from a previous page")])
-            start = cursor[1]
-        remaining = [item for key, item in keyed if start is None or key >= start]
-        page: dict[str, Any] = {member: remaining[:size]}
-        if len(remaining) > size:
-            next_token = secrets.token_urlsafe(24)
-            first_key = [key for key, _ in keyed if start is None or key >= start][size]
-            self._state.list_tokens[next_token] = (request.path, first_key)
-            page["nextToken"] = next_token
-        return page
+            return 200, self._state.page(exchange.request, keyed, "harnessVersions")
 
     def _list_harnesses(self, exchange: Exchange) -> tuple[int, dict[str, Any]]:
         with self._state.condition:
             live = sorted(self._state.harnesses.values(), key=lambda h: h.order)
             keyed = [(h.order, h.summary()) for h in live if self._observed(h)]
-            page = self._token_page(exchange, keyed, "harnesses")
+            page = self._state.page(exchange.request, keyed, "harnesses")
             if not page["harnesses"]:
                 del page["harnesses"]  # the live service's answer when there are none
             return 200, page
 
     def _delete_harness(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             if harness.deleting_observed is not None:  # as live: a repeat may answer 409
                 raise _AwsError(409, "ConflictException", f"Harness {harness_id} is DELETING")
             harness.start_deleting()

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import copy
 import re
-import secrets
-import string
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import as_script
 from req_managed_agents.testing.agentcore._api import AgentCoreAPI
 from req_managed_agents.testing.agentcore._commands import _ShellRunner
-from req_managed_agents.testing.agentcore._control import _ALNUM, _HARNESS_NAME, ControlPlane
+from req_managed_agents.testing.agentcore._control import _HARNESS_NAME, ControlPlane
 from req_managed_agents.testing.agentcore._converse import ConverseTurn
 from req_managed_agents.testing.agentcore._frame_faults import _FrameFault
 from req_managed_agents.testing.agentcore._invoke import Invoker
 from req_managed_agents.testing.agentcore._runtimes import Runtimes
 from req_managed_agents.testing.agentcore._shapes import _service_model
-from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
+from req_managed_agents.testing.agentcore._sigv4 import _random_keys, _SigV4Verifier
 from req_managed_agents.testing.agentcore._state import AgentCoreState
 from req_managed_agents.testing.agentcore._wire import _bad_crc, _error, _event, _exception
 from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
@@ -64,31 +62,26 @@ class AgentCoreEmulator(LoopbackEmulator):
         delete_after: int = 1,
         endpoint_delay: float | None = 0.0,
     ) -> None:
-        # Loaded here, not at import: the testing package must not need botocore. It
-        # verifies signatures with botocore, so it needs the same extra as the provider.
-        from req_managed_agents.transport._aws import load_botocore
-
-        Credentials = load_botocore()["credentials"].Credentials
-
         if not re.fullmatch(r"[a-z0-9-]+", region):
             raise ValueError(f"not a region name: {region!r}")
         if not re.fullmatch(r"[0-9]{12}", account_id):
             raise ValueError("account_id must be 12 digits")
         if delete_after < 0:
             raise ValueError("delete_after must not be negative")
+        random_id, random_secret = _random_keys()
+        self.access_key_id = access_key_id or random_id
+        self.secret_access_key = secret_access_key or random_secret
+        self.session_token = session_token
+        # It verifies signatures with botocore, so it needs the same extra as the provider
+        # (loaded now, not at import: the testing package must not need botocore).
+        sigv4 = _SigV4Verifier(
+            self.access_key_id, self.secret_access_key, region, session_token=session_token
+        )
         self._default_script = default_script = as_script(script, ConverseTurn)
         data_model = _service_model("bedrock-agentcore")
         control_model = _service_model("bedrock-agentcore-control")
         self.region = region
         self.account_id = account_id
-        upper = string.ascii_uppercase + string.digits
-        self.access_key_id = access_key_id or "AKIA" + "".join(
-            secrets.choice(upper) for _ in range(16)
-        )
-        self.secret_access_key = secret_access_key or "".join(
-            secrets.choice(_ALNUM + "+/") for _ in range(40)
-        )
-        self.session_token = session_token
         self._shell: _ShellRunner | None = None
         if command_runner is None:
             self._shell = command_runner = _ShellRunner()
@@ -104,9 +97,6 @@ class AgentCoreEmulator(LoopbackEmulator):
             account_id=account_id,
             default_script=default_script,
             delete_after=delete_after,
-        )
-        sigv4 = _SigV4Verifier(
-            Credentials(self.access_key_id, self.secret_access_key, session_token), region
         )
         routes = {
             "data": [

@@ -16,8 +16,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.agentcore._harness import _Endpoint
-from req_managed_agents.testing.agentcore._shapes import _check_structure
-from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid, _json_object
+from req_managed_agents.testing.agentcore._shapes import _checked_body
+from req_managed_agents.testing.agentcore._wire import _AwsError, _invalid
 from req_managed_agents.testing.server import utc_timestamp
 
 if TYPE_CHECKING:
@@ -61,7 +61,8 @@ def find_endpoint(state: AgentCoreState, harness: _Harness, name: str) -> _Endpo
     return _new_endpoint(harness, name, ("READY",))
 
 
-def _not_found(harness: _Harness, name: str) -> _AwsError:
+def endpoint_not_found(harness: _Harness, name: str) -> _AwsError:
+    """The 404 for an endpoint a harness does not have (yet)."""
     return _AwsError(
         404, "ResourceNotFoundException", f"Endpoint {name} not found for harness {harness.id}"
     )
@@ -69,16 +70,11 @@ def _not_found(harness: _Harness, name: str) -> _AwsError:
 
 class EndpointRoutes:
     """CreateHarnessEndpoint, GetHarnessEndpoint, ListHarnessEndpoints,
-    UpdateHarnessEndpoint and DeleteHarnessEndpoint; ``live_harness(id)`` finds a harness
-    (or raises its 404) and ``token_page`` pages a list, as the control plane does."""
+    UpdateHarnessEndpoint and DeleteHarnessEndpoint, checked against ``control_model``."""
 
-    def __init__(
-        self, state: AgentCoreState, control_model: Any, live_harness: Any, token_page: Any
-    ) -> None:
+    def __init__(self, state: AgentCoreState, control_model: Any) -> None:
         self._state = state
         self._model = control_model
-        self._live_harness = live_harness
-        self._token_page = token_page
 
     def routes(self) -> list[Route]:
         one = "([^/]+)"
@@ -90,28 +86,19 @@ class EndpointRoutes:
             ("DELETE", f"/harnesses/{one}/endpoints/{one}", self._delete),
         ]
 
-    def _body(self, exchange: Exchange, operation: str) -> dict[str, Any]:
-        body = _json_object(exchange.request)
-        errors: list[tuple[str, str]] = []
-        shape = self._model.operation_model(operation).input_shape
-        _check_structure(shape, body, "", errors, body_only=True)
-        if errors:
-            raise _invalid(errors)
-        return body
-
     def _endpoint(self, harness_id: str, name: str) -> tuple[_Harness, _Endpoint]:
         if not _NAME.fullmatch(name):
             raise _invalid([("endpointName", f"Member must satisfy pattern {_NAME.pattern}")])
-        harness = self._live_harness(harness_id)
+        harness = self._state.harnesses.find(harness_id)
         endpoint = find_endpoint(self._state, harness, name)
         if endpoint is None:
-            raise _not_found(harness, name)
+            raise endpoint_not_found(harness, name)
         return harness, endpoint
 
     def _create(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
-        body = self._body(exchange, "CreateHarnessEndpoint")
+        body = _checked_body(self._model, "CreateHarnessEndpoint", exchange.request)
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             name = body["endpointName"]
             token = body.get("clientToken")
             if token in self._state.endpoint_tokens and name in harness.endpoints:
@@ -139,13 +126,13 @@ class EndpointRoutes:
 
     def _list(self, exchange: Exchange, harness_id: str) -> tuple[int, dict[str, Any]]:
         with self._state.condition:
-            harness = self._live_harness(harness_id)
+            harness = self._state.harnesses.find(harness_id)
             find_endpoint(self._state, harness, DEFAULT_ENDPOINT)  # listed once it exists
             keyed = [(order, e.view()) for order, e in enumerate(harness.endpoints.values())]
-            return 200, self._token_page(exchange, keyed, "endpoints")
+            return 200, self._state.page(exchange.request, keyed, "endpoints")
 
     def _update(self, exchange: Exchange, harness_id: str, name: str) -> tuple[int, dict[str, Any]]:
-        body = self._body(exchange, "UpdateHarnessEndpoint")
+        body = _checked_body(self._model, "UpdateHarnessEndpoint", exchange.request)
         with self._state.condition:
             harness, endpoint = self._endpoint(harness_id, name)
             token = body.get("clientToken")

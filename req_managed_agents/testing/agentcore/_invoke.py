@@ -35,13 +35,16 @@ from req_managed_agents.testing.agentcore._converse import (
     _ToolUse,
     _turn_events,
 )
-from req_managed_agents.testing.agentcore._endpoints import DEFAULT_ENDPOINT, find_endpoint
+from req_managed_agents.testing.agentcore._endpoints import (
+    DEFAULT_ENDPOINT,
+    endpoint_not_found,
+    find_endpoint,
+)
 from req_managed_agents.testing.agentcore._records import Invocation
 from req_managed_agents.testing.agentcore._shapes import _check_shape, _check_structure
 from req_managed_agents.testing.agentcore._wire import (
     _EVENT_STREAM,
     _SESSION_HEADER,
-    _AwsError,
     _event,
     _exception,
     _invalid,
@@ -171,11 +174,7 @@ class Invoker:
             qualifier = query_value(request, "qualifier") or DEFAULT_ENDPOINT
             endpoint = find_endpoint(self._state, harness, qualifier)
             if endpoint is None:  # the DEFAULT one is not there yet after a fresh create
-                raise _AwsError(
-                    404,
-                    "ResourceNotFoundException",
-                    f"Endpoint {qualifier} not found for harness {harness.id}",
-                )
+                raise endpoint_not_found(harness, qualifier)
             if endpoint.status != "READY":
                 problem = f"Endpoint {qualifier} is {endpoint.status}, not READY"
                 raise _invalid([("qualifier", problem)])

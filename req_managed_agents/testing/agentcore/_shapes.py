@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from req_managed_agents.testing.agentcore._wire import _invalid, _json_object
+
+if TYPE_CHECKING:
+    from req_managed_agents.testing.server import RecordedRequest
 
 
 @functools.cache
@@ -66,6 +71,17 @@ def _check_structure(
         _check_shape(members[key], value[key], _join(path, key), errors)
     if shape.metadata.get("union") and len(present) != 1:
         errors.append((path, f"Member must have exactly one member set, not {len(present)}"))
+
+
+def _checked_body(model: Any, operation: str, request: RecordedRequest) -> dict[str, Any]:
+    """A request's JSON body checked against its operation's input shape in ``model``; one
+    ValidationException naming every problem."""
+    body = _json_object(request)
+    errors: list[tuple[str, str]] = []
+    _check_structure(model.operation_model(operation).input_shape, body, "", errors, body_only=True)
+    if errors:
+        raise _invalid(errors)
+    return body
 
 
 def _check_shape(shape: Any, value: Any, path: str, errors: list[tuple[str, str]]) -> None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
+import string
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from req_managed_agents.testing.agentcore._wire import _AwsError
 
@@ -27,19 +29,37 @@ _MAX_CLOCK_SKEW = timedelta(minutes=15)
 _TOKEN_INVALID = "The security token included in the request is invalid."
 
 
+def _random_keys() -> tuple[str, str]:
+    """A made-up access key id (``AKIA`` and 16 capitals or digits, as AWS makes them) and
+    secret access key, for an emulator given none."""
+    alphabet = string.ascii_uppercase + string.digits
+    key_id = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    return key_id, "".join(secrets.choice(alphabet + string.ascii_lowercase) for _ in range(40))
+
+
 def _signature_error(name: str, message: str) -> _AwsError:
     return _AwsError(403, name, message)
 
 
 class _SigV4Verifier:
-    """Checks the SigV4 signatures of requests to one emulator.
-
-    ``credentials`` are the emulator's botocore ``Credentials``; ``region`` is its region;
-    ``service`` the signing name requests must be scoped to.
+    """Checks the SigV4 signatures of requests to one emulator: signed with its keys (and
+    ``session_token``, when it has one) in its ``region``, scoped to ``service``. botocore
+    (the ``[aws]`` extra) recomputes them.
     """
 
-    def __init__(self, credentials: Any, region: str, service: str = _SIGNING_NAME) -> None:
-        self._credentials = credentials
+    def __init__(
+        self,
+        access_key_id: str,
+        secret_access_key: str,
+        region: str,
+        *,
+        session_token: str | None = None,
+        service: str = _SIGNING_NAME,
+    ) -> None:
+        from req_managed_agents.transport._aws import load_botocore  # only with [aws]
+
+        credentials = load_botocore()["credentials"].Credentials
+        self._credentials = credentials(access_key_id, secret_access_key, session_token)
         self._region = region
         self._service = service
 

@@ -21,25 +21,20 @@ from req_managed_agents.testing.claude._config import (
 )
 from req_managed_agents.testing.claude._config_roster import resolved_multiagent
 from req_managed_agents.testing.claude._config_tools import resolved_tools
+from req_managed_agents.testing.claude._resource import Resource
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
     _APIError,
-    _archive,
     _check_name_free,
-    _flag,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
-    _not_found,
     _optional_string,
     _query_int,
     _reject_unknown,
     _required_name,
-    _time_filter,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -78,27 +73,28 @@ _SNAPSHOT_KEYS = (
 )
 
 
-class Agents:
+class Agents(Resource):
     """The agent routes, and the agents sessions are created from.
 
     ``default_script`` is what agents created without one play.
     """
 
+    created_bounds = ("gte", "lte")
+    deletable = False
+
     def __init__(
         self, state: ClaudeState, *, default_script: tuple[Turn, ...], unique_names: bool
     ) -> None:
-        self._state = state
+        super().__init__(state, state.agents, "/v1/agents")
         self._default_script = default_script
         self._unique_names = unique_names
 
     def routes(self) -> list[Route]:
         return [
             ("POST", "/v1/agents", self._create_agent),
-            ("GET", "/v1/agents", self._list_agents),
-            ("GET", f"/v1/agents/{ID}", self._get_agent),
             ("POST", f"/v1/agents/{ID}", self._update_agent),
-            ("POST", f"/v1/agents/{ID}/archive", self._archive_agent),
             ("GET", f"/v1/agents/{ID}/versions", self._list_agent_versions),
+            *super().routes(),
         ]
 
     def new_agent(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,7 +105,7 @@ class Agents:
         _check_name_free(self._unique_names, self._state.agents, "agent", name)
         now = utc_timestamp()
         agent: dict[str, Any] = {
-            "id": _new_id("agent"),
+            "id": new_id("agent"),
             "type": "agent",
             "name": name,
             "description": None,
@@ -132,16 +128,9 @@ class Agents:
         self._state.agent_scripts[agent["id"]] = self._default_script
         return agent
 
-    def agent(self, agent_id: str) -> dict[str, Any]:
-        """An agent's latest version; a 404 for an unknown one."""
-        agent = self._state.agents.get(agent_id)
-        if agent is None:
-            raise _not_found("agent", agent_id)
-        return agent
-
     def agent_at(self, agent_id: str, version: int | None) -> dict[str, Any]:
         """An agent at a version (None: the latest); a 404 for an unknown one."""
-        latest = self.agent(agent_id)
+        latest = self._state.agents.find(agent_id)
         if version is None:
             return latest
         versions = self._state.agent_versions[agent_id]
@@ -221,16 +210,16 @@ class Agents:
         with self._state.condition:
             return copy.deepcopy(self.new_agent(body))
 
-    def _get_agent(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
+    def _get(self, exchange: Exchange, *ids: str) -> dict[str, Any]:
         version = _query_int(exchange.request, "version")
         with self._state.condition:
-            return copy.deepcopy(self.agent_at(agent_id, version))
+            return copy.deepcopy(self.agent_at(ids[-1], version))
 
     def _update_agent(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, _AGENT_FIELDS | {"version"})
         with self._state.condition:
-            agent = self.agent(agent_id)
+            agent = self._state.agents.find(agent_id)
             if agent["archived_at"]:
                 raise _invalid("an archived agent cannot be updated")
             expected = body.get("version")
@@ -252,39 +241,12 @@ class Agents:
             self._state.agent_versions[agent_id].append(copy.deepcopy(updated))
             return copy.deepcopy(updated)
 
-    def _list_agents(self, exchange: Exchange) -> dict[str, Any]:
-        request = exchange.request
-        archived = _flag(request, "include_archived")
-        created = _time_filter(request, bounds=("gte", "lte"))
-        with self._state.condition:
-            agents = [
-                a
-                for a in self._state.agents.values()
-                if (archived or not a["archived_at"]) and created(a["created_at"])
-            ]
-            return self._state.page(
-                request,
-                agents,
-                scope=f"agents:{archived}",
-                max_limit=_MAX_RESOURCE_PAGE,
-            )
-
     def _list_agent_versions(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
         with self._state.condition:
-            self.agent(agent_id)
+            self._state.agents.find(agent_id)
             versions = list(reversed(self._state.agent_versions[agent_id]))
-            return self._state.page(
-                exchange.request,
-                versions,
-                scope=f"agent-versions:{agent_id}",
-                max_limit=_MAX_RESOURCE_PAGE,
-            )
+            return self._state.page(exchange.request, versions)
 
-    def _archive_agent(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._state.condition:
-            agent = self.agent(agent_id)
-            if _archive(agent):
-                for version in self._state.agent_versions[agent_id]:
-                    version["archived_at"] = agent["archived_at"]
-            return copy.deepcopy(agent)
+    def _archived(self, record: dict[str, Any]) -> None:
+        for version in self._state.agent_versions[record["id"]]:
+            version["archived_at"] = record["archived_at"]

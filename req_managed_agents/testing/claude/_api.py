@@ -27,17 +27,14 @@ from req_managed_agents.testing.claude._wire import (
     _APIError,
     _betas,
     _coded,
-    _error_type,
     _invalid,
     _is_files_path,
     _is_memory_path,
-    _new_id,
 )
-from req_managed_agents.testing.server import Router
+from req_managed_agents.testing.server import RoutedService, new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Callable
 
     from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
     from req_managed_agents.testing.claude._work_auth import WorkCredentials
@@ -48,7 +45,7 @@ _CHARSETS = frozenset({"utf-8", "iso-8859-1", "us-ascii"})
 _CHARSET = re.compile(r";\s*charset\s*=\s*\"?([^\";\s]+)", re.IGNORECASE)
 
 
-class ClaudeAPI:
+class ClaudeAPI(RoutedService[_APIError]):
     """The :class:`~req_managed_agents.testing.server.Service` of the Claude emulator: the
     ``routes`` of its resources, behind the ``api_key``."""
 
@@ -60,53 +57,42 @@ class ClaudeAPI:
         sigv4: _SigV4Verifier | None = None,
         credentials: WorkCredentials | None = None,
     ) -> None:
+        super().__init__(_APIError, routes)
         self._api_key = api_key
         self._sigv4 = sigv4  # Claude on Bedrock: SigV4 for "bedrock", or the key as a bearer
         self._credentials = credentials
-        self._router = Router(routes)
-
-    def handle(self, exchange: Exchange) -> None:
-        """Answer a request with its route's JSON, or with the API's error."""
-        request = exchange.request
-        try:
-            self._check_headers(request)
-            route, ids = self._route(request)
-            payload = route(exchange, *ids)
-        except _APIError as error:
-            error_object: dict[str, Any] = {"type": error.error_type, "message": error.message}
-            if error.details is not None:
-                error_object["details"] = error.details
-            self._respond_error(exchange, error.status, error_object)
-            return
-        if payload is not None:
-            exchange.respond_json(200, payload, {"request-id": _new_id("req")})
-
-    def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
-        """Answer an injected error with the API's error object."""
-        error_type = fault.error_type or _error_type(fault.status)
-        headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
-        error_object: dict[str, Any] = {"type": error_type, "message": fault.message}
-        if fault.code is not None:
-            error_object["details"] = error_details(fault.code)
-        self._respond_error(exchange, fault.status, error_object, headers)
 
     def check_fault(self, fault: RequestFault) -> None:
         """Refuse a code the ``anthropic`` SDK does not type, or with another status."""
         if fault.code is not None:
             check_code(fault.code, fault.status)
 
-    def _respond_error(
-        self,
-        exchange: Exchange,
-        status: int,
-        error_object: Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        request_id = _new_id("req")
-        body = {"type": "error", "error": dict(error_object), "request_id": request_id}
-        exchange.respond_json(status, body, {**(headers or {}), "request-id": request_id})
+    def unknown_route(self, request: RecordedRequest) -> _APIError:
+        return _APIError(404, f"no route for {request.method} {request.path}")
 
-    def _check_headers(self, request: RecordedRequest) -> None:
+    def answer_headers(self) -> dict[str, str]:
+        return {"request-id": new_id("req")}
+
+    def answer_error(
+        self, exchange: Exchange, error: _APIError, headers: Mapping[str, str]
+    ) -> None:
+        """The error object (``type``, ``message``, ``details`` when it names a cause) in
+        ``{"type": "error", "error": ..., "request_id": ...}``, the id in ``request-id`` too."""
+        error_object: dict[str, Any] = {"type": error.error_type, "message": error.message}
+        if error.details is not None:
+            error_object["details"] = error.details
+        request_id = new_id("req")
+        body = {"type": "error", "error": error_object, "request_id": request_id}
+        exchange.respond_json(error.status, body, {**headers, "request-id": request_id})
+
+    def fault_error(self, fault: RequestFault) -> _APIError:
+        """The fault's status and type (or the type its status implies), and its code's
+        ``details``."""
+        details = None if fault.code is None else error_details(fault.code)
+        return _APIError(fault.status, fault.message, fault.error_type, details=details)
+
+    def check(self, request: RecordedRequest) -> None:
+        """The credentials, ``anthropic-version``, the charset and the beta a path needs."""
         key = request.headers.get("x-api-key")
         authorization = request.headers.get("authorization", "")
         if self._sigv4 is not None:
@@ -137,9 +123,3 @@ class ClaudeAPI:
                 raise _APIError(404, f"Not found (memory stores need the beta {MEMORY_BETA})")
         elif BETA not in betas and not _is_files_path(request.path):
             raise _APIError(404, f"Not found (this API needs the anthropic-beta header {BETA})")
-
-    def _route(self, request: RecordedRequest) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        found = self._router.match(request.method, request.path)
-        if found is None:
-            raise _APIError(404, f"no route for {request.method} {request.path}")
-        return found

@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._config import _list, _object, _string
-from req_managed_agents.testing.claude._wire import _invalid
+from req_managed_agents.testing.claude._wire import ID, SESSION_PATH, _invalid
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -325,29 +325,42 @@ def _each(shape: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Any], 
     return shaped
 
 
-# How each route's answer is shaped, by the name of the route's handler.
-_SHAPES: dict[str, Callable[[Any], Any]] = {
-    **dict.fromkeys(("_create_agent", "_get_agent", "_update_agent", "_archive_agent"), _owned),
-    "_list_agents": _each(_agent_item),
-    "_list_agent_versions": _each(_agent_item),
+_AGENT = f"/v1/agents/{ID}"
+_THREADS = f"{SESSION_PATH}/threads"
+_STORE = f"/v1/memory_stores/{ID}"
+_VERSION = f"{_STORE}/memory_versions/{ID}"
+# How each route's answer is shaped, by its method and path.
+_SHAPES: dict[tuple[str, str], Callable[[Any], Any]] = {
     **dict.fromkeys(
-        ("_create_session", "_get_session", "_update_session", "_archive_session"), _session
+        [("POST", "/v1/agents"), ("GET", _AGENT), ("POST", _AGENT), ("POST", f"{_AGENT}/archive")],
+        _owned,
     ),
-    "_list_sessions": _each(_session_item),
-    **dict.fromkeys(("_get_thread", "_archive_thread"), _thread),
-    "_list_threads": _each(_thread),
+    ("GET", "/v1/agents"): _each(_agent_item),
+    ("GET", f"{_AGENT}/versions"): _each(_agent_item),
     **dict.fromkeys(
-        (
-            "_create_memory_store",
-            "_get_memory_store",
-            "_update_memory_store",
-            "_archive_memory_store",
-        ),
+        [
+            ("POST", "/v1/sessions"),
+            ("GET", SESSION_PATH),
+            ("POST", SESSION_PATH),
+            ("POST", f"{SESSION_PATH}/archive"),
+        ],
+        _session,
+    ),
+    ("GET", "/v1/sessions"): _each(_session_item),
+    **dict.fromkeys([("GET", f"{_THREADS}/{ID}"), ("POST", f"{_THREADS}/{ID}/archive")], _thread),
+    ("GET", _THREADS): _each(_thread),
+    **dict.fromkeys(
+        [
+            ("POST", "/v1/memory_stores"),
+            ("GET", _STORE),
+            ("POST", _STORE),
+            ("POST", f"{_STORE}/archive"),
+        ],
         _memory_store,
     ),
-    "_list_memory_stores": _each(_memory_store_item),
-    **dict.fromkeys(("_get_memory_version", "_redact_memory_version"), _memory_version),
-    "_list_memory_versions": _each(_memory_version),
+    ("GET", "/v1/memory_stores"): _each(_memory_store_item),
+    **dict.fromkeys([("GET", _VERSION), ("POST", f"{_VERSION}/redact")], _memory_version),
+    ("GET", f"{_STORE}/memory_versions"): _each(_memory_version),
 }
 
 
@@ -364,6 +377,6 @@ def bedrock_routes(routes: list[Route]) -> list[Route]:
     """The routes with every answer in the Bedrock shape."""
     served: list[Route] = []
     for method, path, route in routes:
-        shape = _SHAPES.get(getattr(route, "__name__", ""))
+        shape = _SHAPES.get((method, path))
         served.append((method, path, route if shape is None else _shaped(route, shape)))
     return served

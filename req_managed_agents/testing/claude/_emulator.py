@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import copy
 import secrets
-import string
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import as_script
+from req_managed_agents.testing.agentcore._sigv4 import _random_keys, _SigV4Verifier
 from req_managed_agents.testing.claude._agents import Agents
 from req_managed_agents.testing.claude._api import ClaudeAPI
 from req_managed_agents.testing.claude._bedrock import DEFAULT_MODEL as BEDROCK_MODEL
@@ -34,8 +34,7 @@ from req_managed_agents.testing.claude._wire import WORKFLOW_EVENTS, _APIError
 from req_managed_agents.testing.claude._work import WorkQueue
 from req_managed_agents.testing.claude._work_auth import WorkCredentials
 from req_managed_agents.testing.claude._work_items import DEFAULT_LEASE_TTL, WorkItems
-from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
-from req_managed_agents.testing.server._streams import sse_data_frame
+from req_managed_agents.testing.server import Lifecycle, LoopbackServer, SseEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 _MODEL = "claude-sonnet-4-6"
 
 
-class ClaudeEmulator(LoopbackEmulator):
+class ClaudeEmulator(SseEmulator):
     """A Claude Managed Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction. ``script`` is the default script of agents created
@@ -93,20 +92,13 @@ class ClaudeEmulator(LoopbackEmulator):
         self.flavor = flavor
         self.echo_answers = echo_answers
         self.region = region
-        upper = string.ascii_uppercase + string.digits
-        self.access_key_id = access_key_id or "AKIA" + "".join(
-            secrets.choice(upper) for _ in range(16)
-        )
-        self.secret_access_key = secret_access_key or secrets.token_urlsafe(30)
+        random_id, random_secret = _random_keys()
+        self.access_key_id = access_key_id or random_id
+        self.secret_access_key = secret_access_key or random_secret
         sigv4 = None
         if flavor == "bedrock":
-            from req_managed_agents.testing.agentcore._sigv4 import _SigV4Verifier
-            from req_managed_agents.transport._aws import load_botocore
-
-            credentials = load_botocore()["credentials"].Credentials(
-                self.access_key_id, self.secret_access_key
-            )
-            sigv4 = _SigV4Verifier(credentials, region, service="bedrock")
+            keys = (self.access_key_id, self.secret_access_key)
+            sigv4 = _SigV4Verifier(*keys, region, service="bedrock")
         # Built leaves first: each part is handed the state and the parts it calls.
         lifecycle = Lifecycle(type(self).__name__)
         self._state = state = ClaudeState(lifecycle.condition)
@@ -138,7 +130,6 @@ class ClaudeEmulator(LoopbackEmulator):
             log,
             agents=agents,
             environments=environments,
-            vaults=vaults,
             resources=resources,
             files=files,
             events=events,
@@ -159,7 +150,7 @@ class ClaudeEmulator(LoopbackEmulator):
         else:
             routes += [
                 *environments.routes(),
-                *WorkQueue(lifecycle, state, environments, work).routes(),
+                *WorkQueue(lifecycle, state, work).routes(),
                 *resources.routes(),
                 *vaults.routes(),
                 *files.routes(),
@@ -283,48 +274,10 @@ class ClaudeEmulator(LoopbackEmulator):
         previews = 0 if after_deltas is None else after_deltas + 1  # event_start first
         self._server.faults.add_stream_fault("drop", session_id, at_event, times, previews=previews)
 
-    def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
-        """Once: before sending event ``at_event``, go silent (no pings) for ``seconds``, then
-        close the connection."""
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
-        self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
-
-    def corrupt_stream(
-        self,
-        at_event: int,
-        session_id: str | None = None,
-        times: int = 1,
-        *,
-        data: str | None = None,
-    ) -> None:
-        """On the next ``times`` stream connections about to send event ``at_event``, write a
-        frame whose ``data:`` is not JSON (the first half of the event's) instead of it;
-        ``data`` chooses what the frame carries instead (JSON of the wrong shape, say, or an
-        event whose ``type`` is not a string).
-
-        The stream carries on with the next event; the event stays in the history, so a
-        client can recover it by paging the history. One fault per event and connection:
-        stalls come first, then drops, corruptions and duplications.
-        """
-        frame = None if data is None else sse_data_frame(data)
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
-
-    def duplicate_stream(
-        self, at_event: int, session_id: str | None = None, times: int = 1
-    ) -> None:
-        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
-        about to send it (see :meth:`duplicate_stream_events` for every event)."""
-        self._server.faults.add_stream_fault("duplicate", session_id, at_event, times)
-
-    def duplicate_stream_events(self, enabled: bool = True) -> None:
-        """Write every event twice on the streams (history is unaffected)."""
-        self._server.faults.set_duplicate_events(enabled)
-
     def terminate_session(self, session_id: str) -> None:
         """Log ``session.status_terminated`` as if the service had failed the session."""
         with self._state.condition:
-            self._log.terminate(self._state.known_session(session_id))
+            self._log.terminate(self._state.sessions.known(session_id))
 
     def fail_turn(self, session_id: str, error_type: str = "model_overloaded_error") -> None:
         """Give up on the running turn the way the service does after its retries: a
@@ -337,7 +290,7 @@ class ClaudeEmulator(LoopbackEmulator):
             "retry_status": {"type": "exhausted"},
         }
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             session.gave_up = True
             self._outcomes.settle(session, "failed", "The turn failed: the service gave up.")
             self._log.append(session, {"type": "session.error", "error": error})
@@ -349,7 +302,7 @@ class ClaudeEmulator(LoopbackEmulator):
         return its metadata. Writing a name again adds a newer file of that name."""
         content = _output_bytes(name, data)
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.deleted:
                 raise ValueError(f"session {session_id!r} was deleted")
             return copy.deepcopy(self._files.write_output(session, name, content).record)
@@ -360,7 +313,7 @@ class ClaudeEmulator(LoopbackEmulator):
         """The session's event log, oldest first (a copy; kept after the session is
         deleted), or the log of one of its threads."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if thread_id is None:
                 return copy.deepcopy(session.log)
             if thread_id not in session.threads:
@@ -370,7 +323,7 @@ class ClaudeEmulator(LoopbackEmulator):
     def threads(self, session_id: str) -> list[dict[str, Any]]:
         """The session's threads as the API shows them, the primary one first (copies)."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return [_thread_view(session, t) for t in session.threads.values()]
 
     def session_ids(self) -> list[str]:

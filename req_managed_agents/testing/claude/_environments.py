@@ -12,22 +12,19 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._config import resolved_environment_config
+from req_managed_agents.testing.claude._resource import Resource
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
-    _archive,
     _check_name_free,
     _coded,
-    _flag,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _optional_string,
     _reject_unknown,
     _required_name,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -45,21 +42,18 @@ def _scope(value: Any) -> Any:
     return value
 
 
-class Environments:
+class Environments(Resource):
     """The environment routes, and the environments sessions run in."""
 
     def __init__(self, state: ClaudeState, *, unique_names: bool) -> None:
-        self._state = state
+        super().__init__(state, state.environments, "/v1/environments")
         self._unique_names = unique_names
 
     def routes(self) -> list[Route]:
         return [
             ("POST", "/v1/environments", self._create_environment),
-            ("GET", "/v1/environments", self._list_environments),
-            ("GET", f"/v1/environments/{ID}", self._get_environment),
             ("POST", f"/v1/environments/{ID}", self._update_environment),
-            ("POST", f"/v1/environments/{ID}/archive", self._archive_environment),
-            ("DELETE", f"/v1/environments/{ID}", self._delete_environment),
+            *super().routes(),
         ]
 
     def new_environment(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -68,7 +62,7 @@ class Environments:
         _check_name_free(self._unique_names, self._state.environments, "environment", name)
         now = utc_timestamp()
         environment = {
-            "id": _new_id("env"),
+            "id": new_id("env"),
             "type": "environment",
             "name": name,
             "description": _optional_string(body, "description") or "",
@@ -82,18 +76,10 @@ class Environments:
         self._state.environments[environment["id"]] = environment
         return environment
 
-    def environment(self, environment_id: str) -> dict[str, Any]:
-        """An environment; a 404 ``environment_not_found`` for an unknown one."""
-        environment = self._state.environments.get(environment_id)
-        if environment is None:
-            message = f"environment {environment_id!r} was not found"
-            raise _coded("environment_not_found", message)
-        return environment
-
     def usable(self, environment_id: str) -> dict[str, Any]:
         """An environment a session may be made in: a 400 ``environment_archived`` for an
         archived one (the code the SDK documents for updating one, used here alike)."""
-        environment = self.environment(environment_id)
+        environment = self._state.environments.find(environment_id)
         if environment["archived_at"]:
             message = f"environment {environment_id!r} is archived"
             raise _coded("environment_archived", message)
@@ -105,15 +91,11 @@ class Environments:
         with self._state.condition:
             return copy.deepcopy(self.new_environment(body))
 
-    def _get_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            return copy.deepcopy(self.environment(environment_id))
-
     def _update_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, _ENVIRONMENT_FIELDS)
         with self._state.condition:
-            environment = self.environment(environment_id)
+            environment = self._state.environments.find(environment_id)
             if environment["archived_at"]:
                 message = "an archived environment cannot be updated"
                 raise _coded("environment_archived", message)
@@ -149,34 +131,9 @@ class Environments:
                 self._state.environments[environment_id] = updated
             return copy.deepcopy(updated)
 
-    def _list_environments(self, exchange: Exchange) -> dict[str, Any]:
-        request = exchange.request
-        archived = _flag(request, "include_archived")
-        with self._state.condition:
-            environments = [
-                e for e in self._state.environments.values() if archived or not e["archived_at"]
-            ]
-            return self._state.page(
-                request,
-                environments,
-                scope=f"environments:{archived}",
-                max_limit=_MAX_RESOURCE_PAGE,
-            )
-
-    def _archive_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._state.condition:
-            environment = self.environment(environment_id)
-            _archive(environment)
-            return copy.deepcopy(environment)
-
-    def _delete_environment(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            self.environment(environment_id)
-            if any(
-                not s.deleted and s.record["environment_id"] == environment_id
-                for s in self._state.sessions.values()
-            ):
-                raise _invalid("the environment is used by sessions; delete them first")
-            del self._state.environments[environment_id]
-        return {"id": environment_id, "type": "environment_deleted"}
+    def _deleting(self, record: dict[str, Any]) -> None:
+        if any(
+            not s.deleted and s.record["environment_id"] == record["id"]
+            for s in self._state.sessions.values()
+        ):
+            raise _invalid("the environment is used by sessions; delete them first")

@@ -34,11 +34,11 @@ from req_managed_agents.testing.claude._wire import (
     SESSION_PATH,
     _invalid,
     _json_object,
-    _new_id,
     _query_choice,
     _query_values,
     _time_filter,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._log import SessionLog
@@ -142,7 +142,7 @@ class Events:
             raise _invalid("events: value must contain at least 1 item")
         check_request(events)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.record["archived_at"]:
                 raise _invalid("the session is archived")
             if session.status == "terminated":
@@ -163,7 +163,7 @@ class Events:
         """Log a checked user event and act on it; return its echo."""
         kind = event["type"]
         if kind == "user.define_outcome":
-            event = {**event, "outcome_id": _new_id("outc")}
+            event = {**event, "outcome_id": new_id("outc")}
         if kind in ANSWERS:
             event = self._on_thread(session, event)
         # A message waits for the running turn; a system message goes with the message it
@@ -277,7 +277,7 @@ class Events:
         types = _query_values(request, "types", EVENT_TYPES)
         processed = _time_filter(request)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             events = [
                 e
                 for e in session.log
@@ -285,6 +285,4 @@ class Events:
             ]
             if order == "desc":
                 events.reverse()
-            return self._state.page(
-                request, events, scope=f"events:{session_id}", max_limit=_MAX_EVENTS_PAGE
-            )
+            return self._state.page(request, events, max_limit=_MAX_EVENTS_PAGE)

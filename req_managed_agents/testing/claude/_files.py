@@ -24,10 +24,8 @@ from req_managed_agents.testing.claude._wire import (
     _betas,
     _coded,
     _invalid,
-    _new_id,
-    _not_found,
 )
-from req_managed_agents.testing.server import parse_form_data, query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, parse_form_data, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._model import _Session
@@ -89,7 +87,7 @@ class Files:
     ) -> _StoredFile:
         """Store a file; ``scope_id`` scopes it to a session (its outputs)."""
         record: dict[str, Any] = {
-            "id": _new_id("file"),
+            "id": new_id("file"),
             "type": "file",
             "filename": filename,
             "mime_type": mime_type,
@@ -109,13 +107,6 @@ class Files:
         return self.new_file(
             name, mime_type, data, downloadable=True, scope_id=session.record["id"]
         )
-
-    def file(self, file_id: str) -> _StoredFile:
-        """A stored file; a 404 for an unknown one."""
-        stored = self._state.files.get(file_id)
-        if stored is None:
-            raise _not_found("file", file_id)
-        return stored
 
     def delete_session_files(self, session: _Session) -> None:
         """Delete what goes with a deleted session: its outputs and its mounted copies."""
@@ -171,25 +162,22 @@ class Files:
                 for f in reversed(self._state.files.values())
                 if scope_id in (None, f.scope_id) and (not ids or f.record["id"] in ids)
             ]
-            return self._state.page(
-                request, newest_first, scope=f"files:{scope_id}", max_limit=_MAX_FILES_PAGE
-            )
+            return self._state.page(request, newest_first, max_limit=_MAX_FILES_PAGE)
 
     def _get_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
         with self._state.condition:
-            return copy.deepcopy(self.file(file_id).record)
+            return copy.deepcopy(self._state.files.find(file_id).record)
 
     def _download_file(self, exchange: Exchange, file_id: str) -> None:
         with self._state.condition:
-            stored = self.file(file_id)
+            stored = self._state.files.find(file_id)
             if not stored.record["downloadable"]:
                 message = f"file {file_id!r} is not downloadable"
                 raise _coded("file_not_downloadable", message)
-        headers = {"request-id": _new_id("req"), "Content-Type": stored.record["mime_type"]}
+        headers = {"request-id": new_id("req"), "Content-Type": stored.record["mime_type"]}
         exchange.respond(200, stored.data, headers)
 
     def _delete_file(self, exchange: Exchange, file_id: str) -> dict[str, Any]:
         with self._state.condition:
-            self.file(file_id)
-            del self._state.files[file_id]
+            self._state.files.remove(file_id)
         return {"id": file_id, "type": "file_deleted"}

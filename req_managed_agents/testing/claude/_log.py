@@ -13,8 +13,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import _new_id
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -24,13 +23,11 @@ if TYPE_CHECKING:
 
 
 class SessionLog:
-    """Logs events into sessions; called with the lock of ``lifecycle`` (the emulator's)
-    held. Every event wakes the waiters on the emulator's changes and on its session's
-    bell (its streams)."""
+    """Logs events into sessions and their threads, announcing each to ``lifecycle`` (the
+    emulator's, whose lock is held)."""
 
     def __init__(self, lifecycle: Lifecycle) -> None:
-        self._condition = lifecycle.condition
-        self._ring = lifecycle.ring
+        self._lifecycle = lifecycle
 
     def append(
         self,
@@ -47,7 +44,7 @@ class SessionLog:
         fields = {k: v for k, v in event.items() if k not in ("type", "id", "processed_at")}
         logged = {
             "type": event["type"],
-            "id": _new_id("sevt"),
+            "id": new_id("sevt"),
             **fields,
             "processed_at": utc_timestamp() if processed else None,
         }
@@ -57,8 +54,7 @@ class SessionLog:
             thread.log.append(logged)
             if cross_post:
                 session.log.append(logged)
-        self._condition.notify_all()
-        self._ring(session.record["id"])
+        self._lifecycle.announce(session.record["id"])
         return logged
 
     def set_status(self, session: _Session, status: str) -> None:

@@ -31,14 +31,12 @@ from req_managed_agents.testing.claude._wire import (
     _APIError,
     _invalid,
     _json_object,
-    _new_id,
-    _not_found,
     _query_choice,
     _query_int,
     _reject_unknown,
     _time_filter,
 )
-from req_managed_agents.testing.server import query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -131,10 +129,7 @@ class Memories:
 
     def _memory(self, store_id: str, memory_id: str) -> dict[str, Any]:
         self._stores.memory_store(store_id)
-        memory = self._state.memories[store_id].get(memory_id)
-        if memory is None:
-            raise _not_found("memory", memory_id)
-        return memory
+        return self._state.memories[store_id].find(memory_id)
 
     def _check_path_free(self, store_id: str, path: str, own_id: str = "") -> None:
         for memory in self._state.memories[store_id].values():
@@ -148,7 +143,7 @@ class Memories:
             content=content,
             content_sha256=hashlib.sha256(data).hexdigest(),
             content_size_bytes=len(data),
-            memory_version_id=_new_id("memver"),
+            memory_version_id=new_id("memver"),
             updated_at=utc_timestamp(),
         )
         self._record_version(memory, operation)
@@ -158,7 +153,7 @@ class Memories:
         ``deleted`` version keeps only its path)."""
         deleted = operation == "deleted"
         version = {
-            "id": _new_id("memver") if deleted else memory["memory_version_id"],
+            "id": new_id("memver") if deleted else memory["memory_version_id"],
             "type": "memory_version",
             "memory_store_id": memory["memory_store_id"],
             "memory_id": memory["id"],
@@ -187,7 +182,7 @@ class Memories:
             self._stores.memory_store(store_id, writing=True)
             self._check_path_free(store_id, path)
             memory: dict[str, Any] = {
-                "id": _new_id("mem"),
+                "id": new_id("mem"),
                 "type": "memory",
                 "memory_store_id": store_id,
                 "path": path,
@@ -267,16 +262,12 @@ class Memories:
             return self._state.page(
                 request,
                 items,
-                scope=f"memories:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
 
     def _memory_version(self, store_id: str, version_id: str) -> dict[str, Any]:
         self._stores.memory_store(store_id)
-        version = self._state.memory_versions[store_id].get(version_id)
-        if version is None:
-            raise _not_found("memory version", version_id)
-        return version
+        return self._state.memory_versions[store_id].find(version_id)
 
     def _get_memory_version(
         self, exchange: Exchange, store_id: str, version_id: str
@@ -309,7 +300,6 @@ class Memories:
             return self._state.page(
                 request,
                 versions,
-                scope=f"memory_versions:{store_id}",
                 max_limit=_MAX_FULL_PAGE if view == "full" else _MAX_RESOURCE_PAGE,
             )
 

@@ -12,50 +12,42 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._resource import Resource
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
-    _archive,
-    _flag,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _not_found,
     _optional_string,
     _reject_unknown,
     _required_name,
-    _time_filter,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import Records, new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.server import Exchange, Route
 
 
-class MemoryStores:
+class MemoryStores(Resource):
     """The memory store routes, and the stores sessions mount."""
 
+    created_bounds = ("gte", "lte")
+
     def __init__(self, state: ClaudeState) -> None:
-        self._state = state
+        super().__init__(state, state.memory_stores, "/v1/memory_stores")
 
     def routes(self) -> list[Route]:
-        store = f"/v1/memory_stores/{ID}"
         return [
             ("POST", "/v1/memory_stores", self._create_memory_store),
-            ("GET", "/v1/memory_stores", self._list_memory_stores),
-            ("GET", store, self._get_memory_store),
-            ("POST", store, self._update_memory_store),
-            ("DELETE", store, self._delete_memory_store),
-            ("POST", f"{store}/archive", self._archive_memory_store),
+            ("POST", f"/v1/memory_stores/{ID}", self._update_memory_store),
+            *super().routes(),
         ]
 
     def memory_store(self, store_id: str, *, writing: bool = False) -> dict[str, Any]:
         """A memory store (``writing``: not archived); a 404 for an unknown one."""
-        store = self._state.memory_stores.get(store_id)
-        if store is None:
-            raise _not_found("memory store", store_id)
+        store = self._state.memory_stores.find(store_id)
         if writing and store["archived_at"]:
             raise _invalid(f"memory store {store_id!r} is archived (read-only)")
         return store
@@ -69,7 +61,7 @@ class MemoryStores:
             raise _invalid("backend: Input should be {'type': 'managed'}")
         now = utc_timestamp()
         store = {
-            "id": _new_id("memstore"),
+            "id": new_id("memstore"),
             "type": "memory_store",
             "name": _required_name(body),
             "description": _optional_string(body, "description") or "",
@@ -82,13 +74,9 @@ class MemoryStores:
             store["backend"] = backend
         with self._state.condition:
             self._state.memory_stores[store["id"]] = store
-            self._state.memories[store["id"]] = {}
-            self._state.memory_versions[store["id"]] = {}
+            self._state.memories[store["id"]] = Records("memory", _not_found)
+            self._state.memory_versions[store["id"]] = Records("memory version", _not_found)
             return copy.deepcopy(store)
-
-    def _get_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            return copy.deepcopy(self.memory_store(store_id))
 
     def _update_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
@@ -107,29 +95,6 @@ class MemoryStores:
                 self._state.memory_stores[store_id] = updated
             return copy.deepcopy(updated)
 
-    def _list_memory_stores(self, exchange: Exchange) -> dict[str, Any]:
-        request = exchange.request
-        archived = _flag(request, "include_archived")
-        created = _time_filter(request, bounds=("gte", "lte"))
-        with self._state.condition:
-            stores = [
-                s
-                for s in self._state.memory_stores.values()
-                if (archived or not s["archived_at"]) and created(s["created_at"])
-            ]
-            return self._state.page(request, stores, scope="stores", max_limit=_MAX_RESOURCE_PAGE)
-
-    def _archive_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._state.condition:
-            store = self.memory_store(store_id)
-            _archive(store)
-            return copy.deepcopy(store)
-
-    def _delete_memory_store(self, exchange: Exchange, store_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            self.memory_store(store_id)
-            del self._state.memory_stores[store_id]
-            del self._state.memories[store_id]
-            del self._state.memory_versions[store_id]
-        return {"id": store_id, "type": "memory_store_deleted"}
+    def _deleting(self, record: dict[str, Any]) -> None:
+        del self._state.memories[record["id"]]
+        del self._state.memory_versions[record["id"]]

@@ -16,8 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import _new_id
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ToolCall
@@ -143,7 +142,7 @@ class _Session:
         self.clock = _Clock()
         now = record["created_at"]
         primary = {
-            "id": _new_id("sthr"),
+            "id": new_id("sthr"),
             "type": "session_thread",
             "session_id": record["id"],
             "parent_thread_id": None,
@@ -183,7 +182,7 @@ class _Session:
         """Start a subagent thread running ``agent``, a child of the primary thread."""
         now = utc_timestamp()
         record = {
-            "id": _new_id("sthr"),
+            "id": new_id("sthr"),
             "type": "session_thread",
             "session_id": self.record["id"],
             "parent_thread_id": self.primary.id,

@@ -22,12 +22,11 @@ from req_managed_agents.testing.claude._wire import (
     SESSION_PATH,
     _invalid,
     _json_object,
-    _new_id,
     _not_found,
     _optional_string,
     _reject_unknown,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -83,7 +82,7 @@ def _repository(spec: Mapping[str, Any], where: str) -> tuple[dict[str, Any], st
     mount_path = _optional_string(spec, "mount_path") or f"/workspace/{found.group(2)}"
     now = utc_timestamp()
     resource = {
-        "id": _new_id("sesrsc"),
+        "id": new_id("sesrsc"),
         "type": "github_repository",
         "url": url,
         "mount_path": mount_path,
@@ -127,7 +126,7 @@ class SessionResources:
         file_id = spec.get("file_id")
         if not isinstance(file_id, str):
             raise _invalid(f"{where}file_id: Field required")
-        return self._files.file(file_id), _mount_path(spec.get("mount_path"), file_id, where)
+        return self._state.files.find(file_id), _mount_path(spec.get("mount_path"), file_id, where)
 
     def mount(self, session: _Session, source: _StoredFile, mount_path: str) -> dict[str, Any]:
         """Mount a read-only copy of ``source``: the API gives the copy a file id of its own."""
@@ -140,7 +139,7 @@ class SessionResources:
         )
         now = utc_timestamp()
         resource = {
-            "id": _new_id("sesrsc"),
+            "id": new_id("sesrsc"),
             "type": "file",
             "file_id": mounted.record["id"],
             "mount_path": mount_path,
@@ -186,7 +185,7 @@ class SessionResources:
     def _add_resource(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if body.get("type") != "file":
                 raise _invalid("type: only 'file' resources can be added to a running session")
             source, mount_path = self.file_resource(body, "")
@@ -196,11 +195,10 @@ class SessionResources:
 
     def _list_resources(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            resources = self._state.live_session(session_id).record["resources"]
+            resources = self._state.sessions.find(session_id).record["resources"]
             return self._state.page(
                 exchange.request,
                 resources,
-                scope=f"resources:{session_id}",
                 max_limit=_MAX_FILES_PAGE,
                 default_limit=max(1, len(resources)),  # no limit: all of them
             )
@@ -209,7 +207,7 @@ class SessionResources:
         self, exchange: Exchange, session_id: str, resource_id: str
     ) -> dict[str, Any]:
         with self._state.condition:
-            return dict(self._resource(self._state.live_session(session_id), resource_id))
+            return dict(self._resource(self._state.sessions.find(session_id), resource_id))
 
     def _update_resource(
         self, exchange: Exchange, session_id: str, resource_id: str
@@ -221,7 +219,7 @@ class SessionResources:
         if not isinstance(token, str) or not token:
             raise _invalid("authorization_token: Field required")
         with self._state.condition:
-            resource = self._resource(self._state.live_session(session_id), resource_id)
+            resource = self._resource(self._state.sessions.find(session_id), resource_id)
             if resource["type"] != "github_repository":
                 raise _invalid("only a github_repository resource's token can be updated")
             self._state.tokens[resource_id] = token
@@ -232,7 +230,7 @@ class SessionResources:
         self, exchange: Exchange, session_id: str, resource_id: str
     ) -> dict[str, Any]:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             resource = self._resource(session, resource_id)
             if resource["type"] != "file":
                 raise _invalid("a repository stays mounted for the session's lifetime")

@@ -15,10 +15,11 @@ type (one the SDK does not know yet, say). The log gives each its ``id`` and
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.claude._wire import NAMED_EVENTS, WORKFLOW_EVENTS, _new_id
+from req_managed_agents.testing._script import scripted_event
+from req_managed_agents.testing.claude._wire import NAMED_EVENTS, WORKFLOW_EVENTS
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ScriptedEvent
@@ -35,17 +36,13 @@ class ScriptedEvents:
     def __init__(self, session: _Session, thread: _Thread | None) -> None:
         self._session = session
         self._thread = thread or session.primary
-        self._run_id = _new_id("wfrun")
-        self._phase_id = _new_id("wfphase")
+        self._run_id = new_id("wfrun")
+        self._phase_id = new_id("wfphase")
         self._phase_started_id: str | None = None
 
     def event(self, scripted: ScriptedEvent) -> dict[str, Any]:
         """The event to log for what the script says (without its id and time)."""
-        if isinstance(scripted, str):
-            return {"type": scripted, **self._filled(scripted)}
-        kind = str(scripted["type"])
-        given = copy.deepcopy(dict(scripted))
-        return {"type": kind, **(self._filled(kind) if kind in NAMED_EVENTS else {}), **given}
+        return scripted_event(scripted, NAMED_EVENTS, self._filled)
 
     def logged(self, event: dict[str, Any]) -> None:
         """Note an event as logged: a phase's end names the start logged last."""
@@ -66,7 +63,7 @@ class ScriptedEvents:
         if kind == "workflow_run.phase_started":
             return phase
         if kind == "workflow_run.phase_ended":
-            return {**phase, "phase_started_id": self._phase_started_id or _new_id("sevt")}
+            return {**phase, "phase_started_id": self._phase_started_id or new_id("sevt")}
         if kind == "workflow_run.status_ended":
             return {**run, "result": {"type": "completed"}}
         if kind == "workflow_run.error":
@@ -80,7 +77,7 @@ class ScriptedEvents:
         if kind == "span.outcome_evaluation_ongoing":
             outcome = self._session.outcome
             if outcome is None:
-                return {"outcome_id": _new_id("outc"), "iteration": 0}
+                return {"outcome_id": new_id("outc"), "iteration": 0}
             record = outcome.record
             return {"outcome_id": record["outcome_id"], "iteration": record["iteration"]}
         return {}  # the rest need nothing but their type

@@ -31,14 +31,12 @@ from req_managed_agents.testing.claude._session_config import (
     _update_budget,
 )
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     _MAX_SESSION_FILES,
     SESSION_PATH,
     _flag,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _optional_string,
     _query_choice,
     _query_int,
@@ -46,7 +44,7 @@ from req_managed_agents.testing.claude._wire import (
     _reject_unknown,
     _time_filter,
 )
-from req_managed_agents.testing.server import query_value, utc_timestamp
+from req_managed_agents.testing.server import new_id, query_value, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._agents import Agents
@@ -56,7 +54,6 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.claude._log import SessionLog
     from req_managed_agents.testing.claude._resources import SessionResources
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.claude._vaults import Vaults
     from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Route
 
@@ -95,7 +92,6 @@ class Sessions:
         *,
         agents: Agents,
         environments: Environments,
-        vaults: Vaults,
         resources: SessionResources,
         files: Files,
         events: Events,
@@ -106,7 +102,6 @@ class Sessions:
         self._log = log
         self._agents = agents
         self._environments = environments
-        self._vaults = vaults
         self._resources = resources
         self._files = files
         self._events = events
@@ -127,7 +122,7 @@ class Sessions:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise _invalid("vault_ids: Input should be a list of vault ids")
         for vault_id in value:
-            if self._vaults.vault(vault_id)["archived_at"]:
+            if self._state.vaults.find(vault_id)["archived_at"]:
                 raise _invalid(f"vault_ids: vault {vault_id!r} is archived")
         return list(dict.fromkeys(value))
 
@@ -167,7 +162,7 @@ class Sessions:
             raise _invalid(f"resources: a session can have at most {_MAX_SESSION_FILES} files")
         with self._state.condition:
             agent = self._agents.agent_at(agent_id, version)
-            if self._agents.agent(agent_id)["archived_at"]:
+            if self._state.agents.find(agent_id)["archived_at"]:
                 raise _invalid(f"agent {agent_id!r} is archived")
             bedrock_fields = _bedrock.session_fields(body, agent) if bedrock else {}
             if bedrock:  # a sandbox the emulator does not keep: a cloud one
@@ -199,7 +194,7 @@ class Sessions:
                     attached.append(("file", self._resources.file_resource(spec, where)))
             now = utc_timestamp()
             record: dict[str, Any] = {
-                "id": _new_id("sesn"),
+                "id": new_id("sesn"),
                 "type": "session",
                 "status": "idle",
                 "agent": snapshot,
@@ -256,7 +251,7 @@ class Sessions:
 
     def _get_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            return self._state.live_session(session_id).view()
+            return self._state.sessions.find(session_id).view()
 
     def _update_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
@@ -264,7 +259,7 @@ class Sessions:
         if body.get("vault_ids") is not None:
             raise _invalid("vault_ids: updating a session's vaults is not yet supported")
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             record = session.record
             if record["archived_at"] or session.status == "terminated":
                 raise _invalid("an archived or terminated session cannot be updated")
@@ -335,15 +330,13 @@ class Sessions:
             return self._state.page(
                 request,
                 records,
-                scope="sessions",
-                max_limit=_MAX_RESOURCE_PAGE,
                 with_prev=True,
             )
 
     def _archive_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         _json_object(exchange.request, optional=True)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.status == "running":
                 raise _invalid("a running session cannot be archived; interrupt it first")
             if not session.record["archived_at"]:
@@ -353,7 +346,7 @@ class Sessions:
 
     def _delete_session(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.status == "running":
                 raise _invalid("a running session cannot be deleted; interrupt it first")
             session.deleted = True

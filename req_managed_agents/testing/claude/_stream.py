@@ -12,22 +12,21 @@ never in the history. Stream faults meet an event before its previews.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing._script import text_pieces
 from req_managed_agents.testing.claude._inputs import ANSWERS, delta_types
-from req_managed_agents.testing.claude._wire import SESSION_PATH, _new_id
+from req_managed_agents.testing.claude._wire import SESSION_PATH
+from req_managed_agents.testing.server import LogStreams, new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from req_managed_agents.testing.claude._model import _Session
     from req_managed_agents.testing.claude._state import ClaudeState
-    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle, Route
+    from req_managed_agents.testing.server import Exchange, Lifecycle, Route
 
 _HEARTBEATS = {
     "comment": b": ping\n\n",
@@ -57,14 +56,11 @@ class EventStream:
         sse_ids: bool,
         echo_answers: bool = True,
     ) -> None:
-        if ping_interval <= 0:
-            raise ValueError("ping_interval must be positive")
         if heartbeat not in _HEARTBEATS:
             raise ValueError(f"heartbeat must be 'comment' or 'event', not {heartbeat!r}")
-        self._lifecycle = lifecycle
+        beat = _HEARTBEATS[heartbeat]
+        self._logs = LogStreams(lifecycle, ping_interval=ping_interval, heartbeat=beat)
         self._state = state
-        self._ping_interval = ping_interval
-        self._heartbeat = _HEARTBEATS[heartbeat]
         self._sse_ids = sse_ids
         self._unstreamed = frozenset() if echo_answers else ANSWERS
 
@@ -74,7 +70,9 @@ class EventStream:
     def serve(
         self, exchange: Exchange, session: _Session, log: list[dict[str, Any]], scope: str
     ) -> None:
-        """Stream a log (the session's, or one thread's); stream faults target ``scope``."""
+        """Stream a log (the session's, or one thread's); stream faults target ``scope``.
+
+        A thread's log has no ``session.deleted`` of its own: it ends with the session."""
         previewed = delta_types(exchange.request)
         with self._state.condition:
             # No replay: only events logged from now on. Taken before the response head is
@@ -83,67 +81,38 @@ class EventStream:
         stream = exchange.open_stream(
             scope,
             "text/event-stream",
-            {"request-id": _new_id("req"), "Cache-Control": "no-cache"},
+            {"request-id": new_id("req"), "Cache-Control": "no-cache"},
         )
-        self._pump(session, log, stream, cursor, previewed)
+
+        def send(position: int, event: Mapping[str, Any]) -> bool:
+            if event["type"] in self._unstreamed:
+                return True
+            corrupted = functools.partial(self._frame, event, cut=True)
+            previews = _previews(event) if event["type"] in previewed else []
+            frames = [self._frame(preview) for preview in previews]
+            if not stream.send_event(self._frame(event), position, corrupted, frames):
+                return False
+            if event["type"] == "session.deleted":  # nothing follows it
+                stream.finish("session_deleted")
+                return False
+            return True
+
+        thread_log = log is not session.log
+        # Copies: a queued event's processed_at may change once it is logged.
+        self._logs.follow(
+            stream,
+            log,
+            cursor,
+            bell=session.record["id"],
+            send=send,
+            over=lambda: thread_log and session.deleted,
+            copies=True,
+        )
 
     def _stream_events(self, exchange: Exchange, session_id: str) -> None:
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
         self.serve(exchange, session, session.log, session_id)
-
-    def _pump(
-        self,
-        session: _Session,
-        log: list[dict[str, Any]],
-        stream: ChunkedStream,
-        cursor: int,
-        previewed: frozenset[str],
-    ) -> None:
-        """Forward new log events to one stream until it ends; ping when it is quiet.
-
-        It waits for its session's news (its bell), the client leaving or its next
-        heartbeat, whichever comes first; never polls."""
-        quiet_since = time.monotonic()
-        key = session.record["id"]
-        stream.watch_client(lambda: self._lifecycle.ring(key))
-        while True:
-            with self._state.condition:
-                silence = quiet_since + self._ping_interval - time.monotonic()
-                idle = len(log) <= cursor and not self._lifecycle.stopping and not stream.ended
-                if idle and silence > 0:
-                    self._lifecycle.bell(key).wait(silence)
-                if self._lifecycle.stopping:
-                    stream.abort("emulator_closed")
-                    return
-                if stream.ended:  # the client left
-                    return
-                # Copies: a queued event's processed_at may change once it is logged.
-                fresh = copy.deepcopy(log[cursor:])
-                # A thread's log has no session.deleted of its own: it ends with the session.
-                ended = session.deleted and not fresh and log is not session.log
-            if ended:
-                stream.finish("session_deleted")
-                return
-            for position, event in enumerate(fresh, start=cursor):
-                if event["type"] in self._unstreamed:
-                    continue
-                corrupted = functools.partial(self._frame, event, cut=True)
-                previews = _previews(event) if event["type"] in previewed else []
-                frames = [self._frame(preview) for preview in previews]
-                if not stream.send_event(self._frame(event), position, corrupted, frames):
-                    return
-                if event["type"] == "session.deleted":  # nothing follows it
-                    stream.finish("session_deleted")
-                    return
-            cursor += len(fresh)
-            now = time.monotonic()
-            if fresh:
-                quiet_since = now
-            elif now - quiet_since >= self._ping_interval:
-                if not stream.write(self._heartbeat):
-                    return
-                quiet_since = now
 
     def _frame(self, event: Mapping[str, Any], *, cut: bool = False) -> bytes:
         """An event's SSE frame; ``cut`` (``corrupt_stream``) keeps only the first half of its

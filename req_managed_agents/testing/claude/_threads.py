@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._wire import (
     _MAX_EVENTS_PAGE,
-    _MAX_RESOURCE_PAGE,
     ID,
     SESSION_PATH,
     _archive,
@@ -62,7 +61,7 @@ class Threads:
         ]
 
     def _thread(self, session_id: str, thread_id: str) -> tuple[_Session, _Thread]:
-        session = self._state.live_session(session_id)
+        session = self._state.sessions.find(session_id)
         thread = session.threads.get(thread_id)
         if thread is None:
             raise _not_found("session thread", thread_id)
@@ -72,15 +71,13 @@ class Threads:
         request = exchange.request
         statuses = _query_values(request, "statuses", _STATUSES)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             threads = [
                 _thread_view(session, t)
                 for t in session.threads.values()
                 if not statuses or t.record["status"] in statuses
             ]
-            return self._state.page(
-                request, threads, scope=f"threads:{session_id}", max_limit=_MAX_RESOURCE_PAGE
-            )
+            return self._state.page(request, threads)
 
     def _get_thread(self, exchange: Exchange, session_id: str, thread_id: str) -> dict[str, Any]:
         with self._state.condition:
@@ -107,7 +104,6 @@ class Threads:
             return self._state.page(
                 exchange.request,
                 thread.log,
-                scope=f"thread-events:{thread_id}",
                 max_limit=_MAX_EVENTS_PAGE,
             )
 

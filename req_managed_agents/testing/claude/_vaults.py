@@ -20,19 +20,16 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing.claude._resource import Resource
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
-    _archive,
-    _flag,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _not_found,
     _reject_unknown,
 )
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -122,44 +119,26 @@ def _auth(spec: Any, stored: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return merged
 
 
-class Vaults:
-    """The vault and credential routes, and the vaults sessions name."""
+class Vaults(Resource):
+    """The vault routes, and their credentials'."""
 
     def __init__(self, state: ClaudeState) -> None:
-        self._state = state
+        super().__init__(state, state.vaults, "/v1/vaults")
 
     def routes(self) -> list[Route]:
-        vault = f"/v1/vaults/{ID}"
-        credential = f"{vault}/credentials/{ID}"
         return [
             ("POST", "/v1/vaults", self._create_vault),
-            ("GET", "/v1/vaults", self._list_vaults),
-            ("GET", vault, self._get_vault),
-            ("POST", vault, self._update_vault),
-            ("DELETE", vault, self._delete_vault),
-            ("POST", f"{vault}/archive", self._archive_vault),
-            ("POST", f"{vault}/credentials", self._create_credential),
-            ("GET", f"{vault}/credentials", self._list_credentials),
-            ("GET", credential, self._get_credential),
-            ("POST", credential, self._update_credential),
-            ("DELETE", credential, self._delete_credential),
-            ("POST", f"{credential}/archive", self._archive_credential),
-            ("POST", f"{credential}/mcp_oauth_validate", self._validate_credential),
+            ("POST", f"/v1/vaults/{ID}", self._update_vault),
+            *super().routes(),
+            *Credentials(self._state).routes(),
         ]
-
-    def vault(self, vault_id: str) -> dict[str, Any]:
-        """A vault; a 404 for an unknown one."""
-        vault = self._state.vaults.get(vault_id)
-        if vault is None:
-            raise _not_found("vault", vault_id)
-        return vault
 
     def _create_vault(self, exchange: Exchange) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, frozenset({"display_name", "metadata"}))
         now = utc_timestamp()
         vault = {
-            "id": _new_id("vlt"),
+            "id": new_id("vlt"),
             "type": "vault",
             "display_name": _display_name(body.get("display_name"), required=True),
             "metadata": _merged_metadata({}, body.get("metadata") or {}),
@@ -171,15 +150,11 @@ class Vaults:
             self._state.vaults[vault["id"]] = vault
             return copy.deepcopy(vault)
 
-    def _get_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            return copy.deepcopy(self.vault(vault_id))
-
     def _update_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, frozenset({"display_name", "metadata"}))
         with self._state.condition:
-            vault = self.vault(vault_id)
+            vault = self._state.vaults.find(vault_id)
             if vault["archived_at"]:
                 raise _invalid("an archived vault cannot be updated")
             updated = copy.deepcopy(vault)
@@ -192,36 +167,40 @@ class Vaults:
                 self._state.vaults[vault_id] = updated
             return copy.deepcopy(updated)
 
-    def _list_vaults(self, exchange: Exchange) -> dict[str, Any]:
-        archived = _flag(exchange.request, "include_archived")
-        with self._state.condition:
-            vaults = [v for v in self._state.vaults.values() if archived or not v["archived_at"]]
-            return self._state.page(
-                exchange.request, vaults, scope="vaults", max_limit=_MAX_RESOURCE_PAGE
-            )
+    def _deleting(self, record: dict[str, Any]) -> None:
+        for credential_id, credential in list(self._state.credentials.items()):
+            if credential["vault_id"] == record["id"]:
+                del self._state.credentials[credential_id]
 
-    def _archive_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._state.condition:
-            vault = self.vault(vault_id)
-            _archive(vault)
-            return copy.deepcopy(vault)
 
-    def _delete_vault(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            self.vault(vault_id)
-            del self._state.vaults[vault_id]
-            for credential_id, credential in list(self._state.credentials.items()):
-                if credential["vault_id"] == vault_id:
-                    del self._state.credentials[credential_id]
-        return {"id": vault_id, "type": "vault_deleted"}
+class Credentials(Resource):
+    """The routes of the vaults' credentials (``/v1/vaults/{id}/credentials``)."""
 
-    def _credential(self, vault_id: str, credential_id: str) -> dict[str, Any]:
-        self.vault(vault_id)
-        credential = self._state.credentials.get(credential_id)
-        if credential is None or credential["vault_id"] != vault_id:
+    def __init__(self, state: ClaudeState) -> None:
+        super().__init__(state, state.credentials, f"/v1/vaults/{ID}/credentials")
+
+    def routes(self) -> list[Route]:
+        credential = f"/v1/vaults/{ID}/credentials/{ID}"
+        return [
+            ("POST", f"/v1/vaults/{ID}/credentials", self._create_credential),
+            ("POST", credential, self._update_credential),
+            ("POST", f"{credential}/mcp_oauth_validate", self._validate_credential),
+            *super().routes(),
+        ]
+
+    def find(self, *ids: str) -> dict[str, Any]:
+        """A credential of the vault (a 404 for an unknown vault, or another's credential)."""
+        vault_id, credential_id = ids
+        self._state.vaults.find(vault_id)
+        credential = self._state.credentials.find(credential_id)
+        if credential["vault_id"] != vault_id:
             raise _not_found("credential", credential_id)
         return credential
+
+    def _listed(self, *ids: str) -> list[dict[str, Any]]:
+        (vault_id,) = ids
+        self._state.vaults.find(vault_id)
+        return [c for c in self._state.credentials.values() if c["vault_id"] == vault_id]
 
     def _create_credential(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
         body = _json_object(exchange.request)
@@ -229,10 +208,10 @@ class Vaults:
         auth = _auth(body.get("auth"))
         now = utc_timestamp()
         with self._state.condition:
-            if self.vault(vault_id)["archived_at"]:
+            if self._state.vaults.find(vault_id)["archived_at"]:
                 raise _invalid("an archived vault takes no new credentials")
             credential = {
-                "id": _new_id("vcrd"),
+                "id": new_id("vcrd"),
                 "type": "vault_credential",
                 "vault_id": vault_id,
                 "display_name": _display_name(body.get("display_name"), required=False),
@@ -245,19 +224,13 @@ class Vaults:
             self._state.credentials[credential["id"]] = credential
             return copy.deepcopy(credential)
 
-    def _get_credential(
-        self, exchange: Exchange, vault_id: str, credential_id: str
-    ) -> dict[str, Any]:
-        with self._state.condition:
-            return copy.deepcopy(self._credential(vault_id, credential_id))
-
     def _update_credential(
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
         body = _json_object(exchange.request)
         _reject_unknown(body, frozenset({"auth", "display_name", "metadata"}))
         with self._state.condition:
-            credential = self._credential(vault_id, credential_id)
+            credential = self.find(vault_id, credential_id)
             if credential["archived_at"]:
                 raise _invalid("an archived credential cannot be updated")
             updated = copy.deepcopy(credential)
@@ -271,45 +244,12 @@ class Vaults:
             self._state.credentials[credential_id] = updated
             return copy.deepcopy(updated)
 
-    def _list_credentials(self, exchange: Exchange, vault_id: str) -> dict[str, Any]:
-        archived = _flag(exchange.request, "include_archived")
-        with self._state.condition:
-            self.vault(vault_id)
-            credentials = [
-                c
-                for c in self._state.credentials.values()
-                if c["vault_id"] == vault_id and (archived or not c["archived_at"])
-            ]
-            return self._state.page(
-                exchange.request,
-                credentials,
-                scope=f"credentials:{vault_id}",
-                max_limit=_MAX_RESOURCE_PAGE,
-            )
-
-    def _archive_credential(
-        self, exchange: Exchange, vault_id: str, credential_id: str
-    ) -> dict[str, Any]:
-        _json_object(exchange.request, optional=True)
-        with self._state.condition:
-            credential = self._credential(vault_id, credential_id)
-            _archive(credential)
-            return copy.deepcopy(credential)
-
-    def _delete_credential(
-        self, exchange: Exchange, vault_id: str, credential_id: str
-    ) -> dict[str, Any]:
-        with self._state.condition:
-            self._credential(vault_id, credential_id)
-            del self._state.credentials[credential_id]
-        return {"id": credential_id, "type": "vault_credential_deleted"}
-
     def _validate_credential(
         self, exchange: Exchange, vault_id: str, credential_id: str
     ) -> dict[str, Any]:
         _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
         with self._state.condition:
-            auth = self._credential(vault_id, credential_id)["auth"]
+            auth = self.find(vault_id, credential_id)["auth"]
             if auth["type"] != "mcp_oauth":
                 raise _invalid(
                     f"credential {credential_id!r} is a {auth['type']} credential; "

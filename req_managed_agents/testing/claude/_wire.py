@@ -2,13 +2,12 @@
 
 The beta headers, the error object (and the error type each status implies), the checks that
 request bodies and query strings go through (an unknown or malformed value is a 400, as the
-service answers), object ids, the path patterns of routes and the page-size limits.
+service answers), the path patterns of routes and the page-size limits.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -90,10 +89,6 @@ _ISO_TIME = re.compile(
 def _error_type(status: int) -> str:
     """The error type a status implies (see ``_ERROR_TYPES``)."""
     return _ERROR_TYPES.get(status) or ("invalid_request_error" if status < 500 else "api_error")
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 class _APIError(Exception):

@@ -18,20 +18,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._wire import (
-    _MAX_RESOURCE_PAGE,
     ID,
     _invalid,
     _json_object,
     _merged_metadata,
-    _new_id,
     _query_int,
     _reject_unknown,
 )
 from req_managed_agents.testing.claude._work_items import DEFAULT_RECLAIM_MS, secret_of
-from req_managed_agents.testing.server import query_value
+from req_managed_agents.testing.server import new_id, query_value
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing.claude._environments import Environments
     from req_managed_agents.testing.claude._state import ClaudeState
     from req_managed_agents.testing.claude._work_items import WorkItems
     from req_managed_agents.testing.server import Exchange, Lifecycle, RecordedRequest, Route
@@ -54,16 +51,9 @@ def _block_ms(request: RecordedRequest) -> int:
 class WorkQueue:
     """The work routes: the items of ``_work_items`` over HTTP."""
 
-    def __init__(
-        self,
-        lifecycle: Lifecycle,
-        state: ClaudeState,
-        environments: Environments,
-        items: WorkItems,
-    ) -> None:
+    def __init__(self, lifecycle: Lifecycle, state: ClaudeState, items: WorkItems) -> None:
         self._lifecycle = lifecycle
         self._state = state
-        self._environments = environments
         self._items = items
 
     def routes(self) -> list[Route]:
@@ -80,7 +70,7 @@ class WorkQueue:
         ]
 
     def _self_hosted(self, environment_id: str) -> None:
-        environment = self._environments.environment(environment_id)
+        environment = self._state.environments.find(environment_id)
         if environment["config"]["type"] != "self_hosted":
             raise _invalid(f"environment {environment_id!r} is not self_hosted; it has no work")
 
@@ -107,7 +97,7 @@ class WorkQueue:
                 if left <= 0 or self._lifecycle.stopping:
                     break
                 condition.wait(min(left, _POLL_SLICE))  # leases may run out meanwhile
-        exchange.respond_json(200, answer, {"request-id": _new_id("req")})
+        exchange.respond_json(200, answer, {"request-id": new_id("req")})
 
     def _ack(self, exchange: Exchange, environment_id: str, work_id: str) -> dict[str, Any]:
         _reject_unknown(_json_object(exchange.request, optional=True), frozenset())
@@ -162,8 +152,6 @@ class WorkQueue:
             return self._state.page(
                 exchange.request,
                 [item.view() for item in items],
-                scope=f"work:{environment_id}",
-                max_limit=_MAX_RESOURCE_PAGE,
             )
 
     def _stats(self, exchange: Exchange, environment_id: str) -> dict[str, Any]:

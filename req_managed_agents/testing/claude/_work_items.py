@@ -32,8 +32,8 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.claude._model import _WorkItem
-from req_managed_agents.testing.claude._wire import _APIError, _new_id, _not_found
-from req_managed_agents.testing.server import utc_timestamp
+from req_managed_agents.testing.claude._wire import _APIError, _not_found
+from req_managed_agents.testing.server import new_id, utc_timestamp
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.claude._model import _Session
@@ -77,7 +77,7 @@ class WorkItems:
         if not session.self_hosted:
             return
         record = {
-            "id": _new_id("work"),
+            "id": new_id("work"),
             "type": "work",
             "environment_id": session.record["environment_id"],
             "data": {"type": "session", "id": session.record["id"]},

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.openai._config import agent_settings, persisted_tools
 from req_managed_agents.testing.openai._params import AGENT_CREATE, AGENT_UPDATE
 from req_managed_agents.testing.openai._state import check_query, page
-from req_managed_agents.testing.openai._wire import AGENT_ID, AGENTS_PATH, new_id, not_found, now
+from req_managed_agents.testing.openai._wire import AGENT_ID, AGENTS_PATH, now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._state import OpenAIState
@@ -46,12 +47,6 @@ class Agents:
         self._state.agents[agent["id"]] = agent
         return agent
 
-    def known(self, agent_id: str) -> dict[str, Any]:
-        agent = self._state.agents.get(agent_id)
-        if agent is None:
-            raise not_found("agent", agent_id)
-        return agent
-
     def _create(self, exchange: Exchange) -> dict[str, Any]:
         check_query(exchange.request)
         with self._state.condition:
@@ -66,14 +61,14 @@ class Agents:
     def _retrieve(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
         check_query(exchange.request)
         with self._state.condition:
-            return view(self.known(agent_id))
+            return view(self._state.agents.find(agent_id))
 
     def _update(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
         request = exchange.request
         check_query(request)
         body = AGENT_UPDATE(request.body, "")
         with self._state.condition:
-            agent = self.known(agent_id)
+            agent = self._state.agents.find(agent_id)
             settings = {k: v for k, v in agent.items() if k not in _IDENTITY}
             agent.update(agent_settings(body, settings), updated_at=now())
             return view(agent)
@@ -81,8 +76,7 @@ class Agents:
     def _delete(self, exchange: Exchange, agent_id: str) -> dict[str, Any]:
         check_query(exchange.request)
         with self._state.condition:
-            self.known(agent_id)
-            del self._state.agents[agent_id]
+            self._state.agents.remove(agent_id)
             self._state.agent_scripts.pop(agent_id, None)
         return {"id": agent_id, "deleted": True, "object": "agent.deleted"}
 

@@ -12,58 +12,46 @@ answers the exchange itself (202s, streams).
 from __future__ import annotations
 
 import hmac
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from req_managed_agents.testing.openai._wire import BETA, BETA_HEADER, APIError, new_id
-from req_managed_agents.testing.server import Router
+from req_managed_agents.testing.openai._wire import BETA, BETA_HEADER, APIError
+from req_managed_agents.testing.server import RoutedService, new_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Callable
 
     from req_managed_agents.testing.server import Exchange, RecordedRequest, RequestFault, Route
 
 
-class OpenAIAPI:
+class OpenAIAPI(RoutedService[APIError]):
     """The :class:`~req_managed_agents.testing.server.Service` of the OpenAI emulator: the
     ``routes`` of its resources, behind the ``api_key``."""
 
     def __init__(self, api_key: str, routes: Sequence[Route]) -> None:
+        super().__init__(APIError, routes)
         self._api_key = api_key
-        self._router = Router(routes)
-
-    def handle(self, exchange: Exchange) -> None:
-        """Answer a request with its route's JSON, or with the API's error."""
-        request = exchange.request
-        try:
-            self._check_headers(request)
-            route, ids = self._route(request)
-            payload = route(exchange, *ids)
-        except APIError as error:
-            self._respond_error(exchange, error)
-            return
-        if payload is not None:
-            exchange.respond_json(200, payload, {"x-request-id": new_id("req")})
-
-    def answer_fault(self, exchange: Exchange, fault: RequestFault) -> None:
-        """Answer an injected error with the API's error object."""
-        error = APIError(fault.status, fault.message, error_type=fault.error_type, code=fault.code)
-        headers = {} if fault.retry_after is None else {"retry-after": fault.retry_after}
-        self._respond_error(exchange, error, headers)
 
     def check_fault(self, fault: RequestFault) -> None:
         """Any code goes: the API's codes are open strings (``error.code``)."""
         if fault.code == "":
             raise ValueError("an error code must not be empty")
 
-    @staticmethod
-    def _respond_error(
-        exchange: Exchange, error: APIError, headers: Mapping[str, str] | None = None
-    ) -> None:
-        headers = {**(headers or {}), "x-request-id": new_id("req")}
-        exchange.respond_json(error.status, error.body(), headers)
+    def unknown_route(self, request: RecordedRequest) -> APIError:
+        return APIError(404, f"Invalid URL ({request.method} {request.path})")
 
-    def _check_headers(self, request: RecordedRequest) -> None:
+    def answer_headers(self) -> dict[str, str]:
+        return {"x-request-id": new_id("req")}
+
+    def answer_error(self, exchange: Exchange, error: APIError, headers: Mapping[str, str]) -> None:
+        """``{"error": {"message", "type", "param", "code"}}``, with an ``x-request-id``."""
+        exchange.respond_json(error.status, error.body(), {**headers, **self.answer_headers()})
+
+    def fault_error(self, fault: RequestFault) -> APIError:
+        """The fault's status, type and code (or those its status implies)."""
+        return APIError(fault.status, fault.message, error_type=fault.error_type, code=fault.code)
+
+    def check(self, request: RecordedRequest) -> None:
+        """The bearer key, then the beta header."""
         authorization = request.headers.get("authorization", "")
         if not authorization.startswith("Bearer "):
             raise APIError(
@@ -81,9 +69,3 @@ class OpenAIAPI:
                 f"You must provide the 'OpenAI-Beta: {BETA}' header to use the Agents API.",
                 param=None,
             )
-
-    def _route(self, request: RecordedRequest) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        found = self._router.match(request.method, request.path)
-        if found is None:
-            raise APIError(404, f"Invalid URL ({request.method} {request.path})")
-        return found

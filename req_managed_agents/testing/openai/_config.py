@@ -17,7 +17,8 @@ import copy
 from typing import Any
 
 from req_managed_agents.testing.openai._schema import invalid_value
-from req_managed_agents.testing.openai._wire import invalid, new_id
+from req_managed_agents.testing.openai._wire import invalid
+from req_managed_agents.testing.server import new_id
 
 # Maximum concurrent subagents when multi-agent is enabled without a number.
 _DEFAULT_CONCURRENT_SUBAGENTS = 6

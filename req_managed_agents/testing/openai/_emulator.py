@@ -20,8 +20,7 @@ from req_managed_agents.testing.openai._stream import EventStream
 from req_managed_agents.testing.openai._turn import OpenAITurn
 from req_managed_agents.testing.openai._turns import TurnFlow
 from req_managed_agents.testing.openai._wire import APIError
-from req_managed_agents.testing.server import Lifecycle, LoopbackEmulator, LoopbackServer
-from req_managed_agents.testing.server._streams import sse_data_frame
+from req_managed_agents.testing.server import Lifecycle, LoopbackServer, SseEmulator
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 _MODEL = "gpt-5.1"
 
 
-class OpenAIAgentsEmulator(LoopbackEmulator):
+class OpenAIAgentsEmulator(SseEmulator):
     """An OpenAI Agents API on ``127.0.0.1`` that plays scripted agents.
 
     Starts serving on construction; ``base_url`` ends in ``/v1`` (give it to a client as
@@ -61,9 +60,7 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         self._player = player = Player(lifecycle, log, flow, echo_answers=echo_answers)
         self._agents = agents = Agents(state)
         stream = EventStream(lifecycle, state, ping_interval=ping_interval)
-        sessions = Sessions(
-            state, log, agents=agents, player=player, flow=flow, stream=stream, base_url=""
-        )
+        sessions = Sessions(state, log, player, flow, stream)
         routes = [
             *sessions.routes(),  # before the agents': /v1/agents/sessions is no agent id
             *Inputs(state, player).routes(),
@@ -104,51 +101,6 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
                 self._state.agent_scripts[agent["id"]] = as_script(script, OpenAITurn)
             return str(agent["id"])
 
-    def drop_stream(self, at_event: int, session_id: str | None = None, times: int = 1) -> None:
-        """Cut the next ``times`` stream connections about to send event ``at_event``.
-
-        ``at_event`` is a 0-based position in the session's event log (``events()``; the
-        first is ``agent.session.created``; a connection's opening status snapshot is not
-        in the log and meets no fault). The socket closes without the terminating chunk;
-        the event stays in the log, items and turns. ``session_id=None`` matches any
-        session.
-        """
-        self._server.faults.add_stream_fault("drop", session_id, at_event, times)
-
-    def stall_stream(self, at_event: int, seconds: float, session_id: str | None = None) -> None:
-        """Once: before sending event ``at_event``, go silent (no keep-alives) for
-        ``seconds``, then close the connection."""
-        if seconds < 0:
-            raise ValueError("seconds must not be negative")
-        self._server.faults.add_stream_fault("stall", session_id, at_event, 1, seconds)
-
-    def corrupt_stream(
-        self,
-        at_event: int,
-        session_id: str | None = None,
-        times: int = 1,
-        *,
-        data: str | None = None,
-    ) -> None:
-        """On the next ``times`` stream connections about to send event ``at_event``, write a
-        frame whose ``data:`` is not JSON (the first half of the event's) instead of it, then
-        carry on. ``data`` chooses what the frame carries instead: JSON of the wrong shape,
-        say, or an event whose ``type`` is not a string. One fault per event and connection:
-        stalls come first, then drops, corruptions and duplications."""
-        frame = None if data is None else sse_data_frame(data)
-        self._server.faults.add_stream_fault("corrupt", session_id, at_event, times, frame=frame)
-
-    def duplicate_stream(
-        self, at_event: int, session_id: str | None = None, times: int = 1
-    ) -> None:
-        """Write event ``at_event``'s frame twice on the next ``times`` stream connections
-        about to send it (see :meth:`duplicate_stream_events` for every event)."""
-        self._server.faults.add_stream_fault("duplicate", session_id, at_event, times)
-
-    def duplicate_stream_events(self, enabled: bool = True) -> None:
-        """Write every event twice on the streams (the log is unaffected)."""
-        self._server.faults.set_duplicate_events(enabled)
-
     def refuse_unregistered_results(self, times: int = 1) -> None:
         """Refuse the next ``times`` posts carrying a result for a pending function call as
         the service does when the call's item event outran its registration: a 400 whose
@@ -173,7 +125,7 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         turns ``turn.failed`` (``internal_error``), then ``agent.session.failed`` (the
         session's ``error`` is ``message``). A failed session takes no more input."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.status == "failed" or session.deleted:
                 raise ValueError(f"session {session_id!r} has already ended")
             self._flow.fail(session, "internal_error", message, session_failed=True)
@@ -183,7 +135,7 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         ``error`` event, then ``turn.failed`` with ``code`` (a ``SessionTurnError`` code),
         then the next queued turn, or ``agent.session.idle``. The session stays usable."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             if session.active is None:
                 raise ValueError(f"session {session_id!r} has no open turn")
             self._player.fail_turn(session, code, "The service gave up on the turn.")
@@ -194,24 +146,24 @@ class OpenAIAgentsEmulator(LoopbackEmulator):
         """The session's event log, oldest first (a copy; kept after the session is
         deleted). Stream fault positions count in it."""
         with self._state.condition:
-            return copy.deepcopy(self._state.known_session(session_id).log)
+            return copy.deepcopy(self._state.sessions.known(session_id).log)
 
     def items(self, session_id: str, subagent_id: str | None = None) -> list[dict[str, Any]]:
         """The root agent's items (or one subagent's), oldest first, as they are now."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return copy.deepcopy(session.owned_items(subagent_id))
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """Every turn of the session (root and subagent turns), oldest first."""
         with self._state.condition:
-            session = self._state.known_session(session_id)
+            session = self._state.sessions.known(session_id)
             return [copy.deepcopy(turn.record) for turn in session.turns.values()]
 
     def session(self, session_id: str) -> dict[str, Any]:
         """The session as ``GET /v1/agents/sessions/{id}`` answers it now."""
         with self._state.condition:
-            return self._state.known_session(session_id).view()
+            return self._state.sessions.known(session_id).view()
 
     def session_ids(self) -> list[str]:
         """Ids of every session created so far, oldest first."""

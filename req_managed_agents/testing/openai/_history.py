@@ -17,9 +17,11 @@ from req_managed_agents.testing.openai._state import check_query, page
 from req_managed_agents.testing.openai._wire import ID, SESSION_PATH, not_found
 
 if TYPE_CHECKING:
+    from typing import Callable
+
     from req_managed_agents.testing.openai._model import Session, Turn
     from req_managed_agents.testing.openai._state import OpenAIState
-    from req_managed_agents.testing.server import Exchange, Route
+    from req_managed_agents.testing.server import Exchange, RecordedRequest, Route
 
 _SUBAGENT = f"{SESSION_PATH}/subagents/{ID}"
 
@@ -31,88 +33,70 @@ class History:
         self._state = state
 
     def routes(self) -> list[Route]:
-        return [
-            ("GET", f"{SESSION_PATH}/items", self._items),
-            ("GET", f"{SESSION_PATH}/turns", self._turns),
-            ("GET", f"{SESSION_PATH}/turns/{ID}", self._turn),
-            ("GET", f"{SESSION_PATH}/turns/{ID}/items", self._turn_items),
-            ("GET", f"{SESSION_PATH}/subagents", self._subagents),
-            ("GET", _SUBAGENT, self._subagent),
-            ("GET", f"{_SUBAGENT}/items", self._subagent_items),
-            ("GET", f"{_SUBAGENT}/turns", self._subagent_turns),
-            ("GET", f"{_SUBAGENT}/turns/{ID}", self._subagent_turn),
-            ("GET", f"{_SUBAGENT}/turns/{ID}/items", self._subagent_turn_items),
+        routes: list[Route] = [
+            ("GET", f"{SESSION_PATH}/subagents", self._read(self._subagents)),
+            ("GET", _SUBAGENT, self._read(self._subagent)),
         ]
+        for base, owned in ((SESSION_PATH, False), (_SUBAGENT, True)):
+            routes += [
+                ("GET", f"{base}/items", self._read(self._items, owned)),
+                ("GET", f"{base}/turns", self._read(self._turns, owned)),
+                ("GET", f"{base}/turns/{ID}", self._read(self._turn, owned)),
+                ("GET", f"{base}/turns/{ID}/items", self._read(self._turn_items, owned)),
+            ]
+        return routes
 
-    def _session(self, exchange: Exchange, session_id: str) -> Session:
-        check_query(exchange.request)
-        return self._state.live_session(session_id)
+    def _read(
+        self, answer: Callable[..., dict[str, Any]], owned: bool = False
+    ) -> Callable[..., dict[str, Any]]:
+        """The route of ``answer(request, session, owner, *ids)``: the root agent's
+        (``owner`` None), or, ``owned``, the subagent's whose id comes first in the path."""
 
-    def _items(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            items = self._session(exchange, session_id).owned_items(None)
-            return page(exchange.request, items)
+        def route(exchange: Exchange, session_id: str, *ids: str) -> dict[str, Any]:
+            check_query(exchange.request)
+            with self._state.condition:
+                session = self._state.sessions.find(session_id)
+                owner = None
+                if owned:
+                    owner, *rest = ids
+                    _subagent_of(session, owner)
+                    ids = tuple(rest)
+                return answer(exchange.request, session, owner, *ids)
 
-    def _turns(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            turns = _turn_records(self._session(exchange, session_id), None)
-            return page(exchange.request, turns)
+        return route
 
-    def _turn(self, exchange: Exchange, session_id: str, turn_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            turn = _turn_of(self._session(exchange, session_id), None, turn_id)
-            return copy.deepcopy(turn.record)
+    @staticmethod
+    def _items(request: RecordedRequest, session: Session, owner: str | None) -> dict[str, Any]:
+        return page(request, session.owned_items(owner))
 
-    def _turn_items(self, exchange: Exchange, session_id: str, turn_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            _turn_of(session, None, turn_id)
-            items = [i for i in session.owned_items(None) if i["turn_id"] == turn_id]
-            return page(exchange.request, items, last_id=True)
+    @staticmethod
+    def _turns(request: RecordedRequest, session: Session, owner: str | None) -> dict[str, Any]:
+        return page(request, _turn_records(session, owner))
 
-    def _subagents(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            subagents = self._session(exchange, session_id).subagents.values()
-            return page(exchange.request, [s.record for s in subagents])
-
-    def _subagent(self, exchange: Exchange, session_id: str, subagent_id: str) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            return copy.deepcopy(_subagent_of(session, subagent_id))
-
-    def _subagent_items(
-        self, exchange: Exchange, session_id: str, subagent_id: str
+    @staticmethod
+    def _turn(
+        request: RecordedRequest, session: Session, owner: str | None, turn_id: str
     ) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            _subagent_of(session, subagent_id)
-            return page(exchange.request, session.owned_items(subagent_id))
+        return copy.deepcopy(_turn_of(session, owner, turn_id).record)
 
-    def _subagent_turns(
-        self, exchange: Exchange, session_id: str, subagent_id: str
+    @staticmethod
+    def _turn_items(
+        request: RecordedRequest, session: Session, owner: str | None, turn_id: str
     ) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            _subagent_of(session, subagent_id)
-            return page(exchange.request, _turn_records(session, subagent_id))
+        """A turn's items; the root agent's are a conversation page (with ``last_id``)."""
+        _turn_of(session, owner, turn_id)
+        items = [i for i in session.owned_items(owner) if i["turn_id"] == turn_id]
+        return page(request, items, last_id=owner is None)
 
-    def _subagent_turn(
-        self, exchange: Exchange, session_id: str, subagent_id: str, turn_id: str
-    ) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            _subagent_of(session, subagent_id)
-            return copy.deepcopy(_turn_of(session, subagent_id, turn_id).record)
+    @staticmethod
+    def _subagents(request: RecordedRequest, session: Session, owner: None) -> dict[str, Any]:
+        return page(request, [s.record for s in session.subagents.values()])
 
-    def _subagent_turn_items(
-        self, exchange: Exchange, session_id: str, subagent_id: str, turn_id: str
+    @staticmethod
+    def _subagent(
+        request: RecordedRequest, session: Session, owner: None, subagent_id: str
     ) -> dict[str, Any]:
-        with self._state.condition:
-            session = self._session(exchange, session_id)
-            _subagent_of(session, subagent_id)
-            _turn_of(session, subagent_id, turn_id)
-            items = [i for i in session.owned_items(subagent_id) if i["turn_id"] == turn_id]
-            return page(exchange.request, items)
+        return copy.deepcopy(_subagent_of(session, subagent_id))
 
 
 def _owner(turn: Turn) -> str | None:

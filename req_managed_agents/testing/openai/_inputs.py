@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from req_managed_agents.testing.openai._params import EVENTS_BODY
 from req_managed_agents.testing.openai._schema import invalid_value
 from req_managed_agents.testing.openai._state import check_query
-from req_managed_agents.testing.openai._wire import SESSION_PATH, invalid, new_id, pending_call_race
+from req_managed_agents.testing.openai._wire import SESSION_PATH, invalid, pending_call_race
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -73,7 +74,7 @@ class Inputs:
         key = request.headers.get("idempotency-key")
         digest = json.dumps(body, sort_keys=True, separators=(",", ":"))
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             seen = session.idempotency.get(key) if key is not None else None
             if seen is None:
                 batch = _Batch(session)

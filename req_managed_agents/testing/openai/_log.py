@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from req_managed_agents.testing.openai._wire import new_id, now
+from req_managed_agents.testing.openai._wire import now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing.openai._model import Session, Turn
@@ -21,21 +22,22 @@ if TYPE_CHECKING:
 
 
 class SessionLog:
-    """Logs events into sessions; called with the lock of ``lifecycle`` (the emulator's)
-    held. Every event wakes the waiters on the emulator's changes and on its session's
-    bell (its streams)."""
+    """Logs events into sessions, announcing each to ``lifecycle`` (the emulator's, whose
+    lock is held): a change its waiters and the session's streams wake for."""
 
     def __init__(self, lifecycle: Lifecycle) -> None:
-        self._condition = lifecycle.condition
-        self.ring = lifecycle.ring
+        self._lifecycle = lifecycle
+
+    def announce(self, session: Session) -> None:
+        """Wake what waits for a change of ``session``, its streams among them."""
+        self._lifecycle.announce(session.id)
 
     def append(self, session: Session, event: dict[str, Any]) -> dict[str, Any]:
         """Log an event with a new ``event_id``; return the logged copy."""
         logged = {"event_id": new_id("event"), **copy.deepcopy(event)}
         session.log.append(logged)
         session.record["last_active_at"] = now()
-        self._condition.notify_all()
-        self.ring(session.id)
+        self.announce(session)
         return logged
 
     def session_event(self, session: Session) -> dict[str, Any]:

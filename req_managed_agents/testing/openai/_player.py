@@ -27,7 +27,8 @@ from req_managed_agents.testing.openai._model import Awaited, Subagent, add_usag
 from req_managed_agents.testing.openai._scripted import ScriptedEvents
 from req_managed_agents.testing.openai._turn import SCRIPT_FINISHED
 from req_managed_agents.testing.openai._turns import BUDGET_EXCEEDED
-from req_managed_agents.testing.openai._wire import new_id, now
+from req_managed_agents.testing.openai._wire import now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ToolCall

@@ -20,15 +20,16 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
+from req_managed_agents.testing._script import scripted_event
 from req_managed_agents.testing.openai._wire import (
     COMMAND_OUTPUT_EVENT,
     ENVIRONMENT_EVENT,
     NAMED_EVENTS,
     SUBAGENT_EVENT,
     SUMMARY_EVENT,
-    new_id,
     now,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from req_managed_agents.testing._script import ScriptedEvent
@@ -49,11 +50,7 @@ class ScriptedEvents:
 
     def event(self, scripted: ScriptedEvent) -> dict[str, Any]:
         """The event to log for what the script says (without its id)."""
-        if isinstance(scripted, str):
-            return {"type": scripted, **self._filled(scripted)}
-        kind = str(scripted["type"])
-        given = copy.deepcopy(dict(scripted))
-        return {"type": kind, **(self._filled(kind) if kind in NAMED_EVENTS else {}), **given}
+        return scripted_event(scripted, NAMED_EVENTS, self._filled)
 
     def _filled(self, kind: str) -> dict[str, Any]:
         session, turn = self._session, self._turn

@@ -32,13 +32,12 @@ from req_managed_agents.testing.openai._wire import (
     SESSION_PATH,
     SESSIONS_PATH,
     invalid,
-    new_id,
     not_found,
     now,
 )
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
-    from req_managed_agents.testing.openai._agents import Agents
     from req_managed_agents.testing.openai._log import SessionLog
     from req_managed_agents.testing.openai._player import Player
     from req_managed_agents.testing.openai._state import OpenAIState
@@ -67,20 +66,16 @@ class Sessions:
         self,
         state: OpenAIState,
         log: SessionLog,
-        *,
-        agents: Agents,
         player: Player,
         flow: TurnFlow,
         stream: EventStream,
-        base_url: str,
     ) -> None:
         self._state = state
         self._log = log
-        self._agents = agents
         self._player = player
         self._flow = flow
         self._stream = stream
-        self.base_url = base_url  # set once the server listens
+        self.base_url = ""  # set once the server listens
 
     def routes(self) -> list[Route]:
         return [
@@ -120,7 +115,7 @@ class Sessions:
         agent_id = body.get("agent_id")
         overrides = body.get("agent", {})
         if agent_id is not None:
-            saved = self._agents.known(agent_id)
+            saved = self._state.agents.find(agent_id)
             base = {key: copy.deepcopy(saved[key]) for key in _AGENT_FIELDS}
             name = saved["name"]
         elif "model" not in overrides:
@@ -183,14 +178,14 @@ class Sessions:
     def _retrieve(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         check_query(exchange.request)
         with self._state.condition:
-            return self._state.live_session(session_id).view()
+            return self._state.sessions.find(session_id).view()
 
     def _update(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         check_query(exchange.request)
         body = SESSION_UPDATE(exchange.request.body, "")
         _check_vaults(body.get("vault_ids"))
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             record = session.record
             agent = record["agent"]
             changes = body.get("agent", {})
@@ -226,7 +221,7 @@ class Sessions:
     def _delete(self, exchange: Exchange, session_id: str) -> dict[str, Any]:
         check_query(exchange.request)
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             if session.status == "in_progress":
                 raise invalid(
                     "The session is running; cancel its turn before deleting it.",
@@ -234,8 +229,7 @@ class Sessions:
                 )
             self._flow.abandon(session)
             session.deleted = True
-            self._state.condition.notify_all()
-            self._log.ring(session.id)  # its streams end
+            self._log.announce(session)  # its streams end
         return {"id": session_id, "deleted": True, "object": "agent.session.deleted"}
 
 

@@ -1,10 +1,11 @@
 """The state every resource of the OpenAI emulator shares: its data, and the lock guarding it.
 
 Each resource keeps no data of its own: it reads and changes the :class:`OpenAIState` it
-was given, under ``condition``, the emulator's one lock. Besides the data, the state finds
-sessions (live ones for the API, deleted ones too for tests), checks a route's query
-parameters and cuts lists into the API's cursor pages: ``after`` (exclusive, an id of the
-list), ``limit`` (1 to 100, default 20) and ``order`` (``asc`` or ``desc``, the default).
+was given, under ``condition``, the emulator's one lock; agents and sessions are kept in
+:class:`~req_managed_agents.testing.server.Records`, which find one or answer the API's 404.
+Besides the state, this module checks a route's query parameters and cuts lists into the
+API's cursor pages: ``after`` (exclusive, an id of the list), ``limit`` (1 to 100, default
+20) and ``order`` (``asc`` or ``desc``, the default).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.openai._schema import invalid_value
 from req_managed_agents.testing.openai._wire import invalid, not_found
-from req_managed_agents.testing.server import query_value
+from req_managed_agents.testing.server import Records, query_value
 
 if TYPE_CHECKING:
     import threading
@@ -35,25 +36,12 @@ class OpenAIState:
     def __init__(self, condition: threading.Condition, default_script: tuple[OpenAITurn, ...]):
         self.condition = condition
         self.default_script = default_script
-        self.agents: dict[str, dict[str, Any]] = {}  # oldest first
+        self.agents: Records[dict[str, Any]] = Records("agent", not_found)  # oldest first
         self.agent_scripts: dict[str, tuple[OpenAITurn, ...]] = {}
-        self.sessions: dict[str, Session] = {}  # oldest first
+        # Oldest first; a deleted session is a 404 to the API, and stays for tests.
+        self.sessions: Records[Session] = Records("session", not_found, lambda s: s.deleted)
         # Shots of refuse_unregistered_results: results refused as a registration race.
         self.race_shots = 0
-
-    def known_session(self, session_id: str) -> Session:
-        """For the test-facing methods: deleted sessions stay observable."""
-        session = self.sessions.get(session_id)
-        if session is None:
-            raise KeyError(f"no session {session_id!r} in this emulator")
-        return session
-
-    def live_session(self, session_id: str) -> Session:
-        """For the API: a deleted session is a 404."""
-        session = self.sessions.get(session_id)
-        if session is None or session.deleted:
-            raise not_found("session", session_id)
-        return session
 
     def script_of(self, agent_id: str | None) -> tuple[OpenAITurn, ...]:
         if agent_id is None:

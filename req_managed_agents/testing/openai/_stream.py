@@ -21,21 +21,20 @@ import functools
 import json
 import secrets
 import string
-import time
 from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.openai._log import status_event
 from req_managed_agents.testing.openai._schema import invalid_value
 from req_managed_agents.testing.openai._state import check_query
-from req_managed_agents.testing.openai._wire import SESSION_PATH, new_id
-from req_managed_agents.testing.server import query_value
+from req_managed_agents.testing.openai._wire import SESSION_PATH
+from req_managed_agents.testing.server import LogStreams, new_id, query_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from req_managed_agents.testing.openai._model import Session
     from req_managed_agents.testing.openai._state import OpenAIState
-    from req_managed_agents.testing.server import ChunkedStream, Exchange, Lifecycle, Route
+    from req_managed_agents.testing.server import Exchange, Lifecycle, Route
 
 HEARTBEAT = b": keep-alive\n\n"
 _PADDING = string.ascii_letters + string.digits
@@ -48,11 +47,8 @@ class EventStream:
     """
 
     def __init__(self, lifecycle: Lifecycle, state: OpenAIState, *, ping_interval: float) -> None:
-        if ping_interval <= 0:
-            raise ValueError("ping_interval must be positive")
-        self._lifecycle = lifecycle
+        self._logs = LogStreams(lifecycle, ping_interval=ping_interval, heartbeat=HEARTBEAT)
         self._state = state
-        self._ping_interval = ping_interval
 
     def routes(self) -> list[Route]:
         return [("GET", f"{SESSION_PATH}/events", self._stream_events)]
@@ -64,7 +60,7 @@ class EventStream:
         if obfuscated not in ("true", "false"):
             raise invalid_value("include_obfuscation", "must be 'true' or 'false'.")
         with self._state.condition:
-            session = self._state.live_session(session_id)
+            session = self._state.sessions.find(session_id)
             # No replay: only events logged from now on. Taken with the snapshot, before
             # the head is sent, so the snapshot and what follows it agree.
             cursor = len(session.log)
@@ -80,7 +76,8 @@ class EventStream:
         *,
         obfuscated: bool,
     ) -> None:
-        """Stream the session's log from position ``cursor``, after the ``opening`` frames."""
+        """Stream the session's log from position ``cursor``, after the ``opening`` frames,
+        until the session is deleted (logged events are never changed: no copies)."""
         stream = exchange.open_stream(
             session.id,
             "text/event-stream",
@@ -90,50 +87,14 @@ class EventStream:
         for event in opening:
             if not stream.write(frame(event)):
                 return
-        self._pump(session, stream, cursor, frame)
 
-    def _pump(
-        self,
-        session: Session,
-        stream: ChunkedStream,
-        cursor: int,
-        frame: functools.partial[bytes],
-    ) -> None:
-        """Forward new log events to one stream until it ends; ping when it is quiet.
+        def send(position: int, event: Mapping[str, Any]) -> bool:
+            corrupted = functools.partial(frame, event, cut=True)
+            return stream.send_event(frame(event), position, corrupted)
 
-        It waits for its session's news (its bell), the client leaving or its next
-        heartbeat, whichever comes first; never polls."""
-        log = session.log
-        quiet_since = time.monotonic()
-        stream.watch_client(lambda: self._lifecycle.ring(session.id))
-        while True:
-            with self._state.condition:
-                silence = quiet_since + self._ping_interval - time.monotonic()
-                idle = len(log) <= cursor and not self._lifecycle.stopping
-                if idle and silence > 0 and not session.deleted and not stream.ended:
-                    self._lifecycle.bell(session.id).wait(silence)
-                if self._lifecycle.stopping:
-                    stream.abort("emulator_closed")
-                    return
-                if stream.ended:  # the client left
-                    return
-                fresh = list(log[cursor:])  # logged events are never changed
-                deleted = session.deleted
-            for position, event in enumerate(fresh, start=cursor):
-                corrupted = functools.partial(frame, event, cut=True)
-                if not stream.send_event(frame(event), position, corrupted):
-                    return
-            cursor += len(fresh)
-            if deleted:
-                stream.finish("session_deleted")
-                return
-            now = time.monotonic()
-            if fresh:
-                quiet_since = now
-            elif now - quiet_since >= self._ping_interval:
-                if not stream.write(HEARTBEAT):
-                    return
-                quiet_since = now
+        self._logs.follow(
+            stream, session.log, cursor, bell=session.id, send=send, over=lambda: session.deleted
+        )
 
 
 def _frame(event: Mapping[str, Any], *, obfuscated: bool, cut: bool = False) -> bytes:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from req_managed_agents.testing.openai import _items
 from req_managed_agents.testing.openai._model import Turn, token_usage
-from req_managed_agents.testing.openai._wire import new_id, now
+from req_managed_agents.testing.openai._wire import now
+from req_managed_agents.testing.server import new_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,6 +1,6 @@
 """The OpenAI Agents API's wire vocabulary, shared by every part of the OpenAI emulator.
 
-The beta header, object ids, Unix timestamps, the error object (``{"error": {"message",
+The beta header, Unix timestamps, the error object (``{"error": {"message",
 "type", "param", "code"}}``, with the type and code each status implies), the two refusals
 a client must tell apart (the pending-call registration race, which the ``openai`` SDK
 retries, and a result for a call that is not pending, which it must not), and the path
@@ -9,7 +9,6 @@ patterns of routes.
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Any
 
@@ -66,10 +65,6 @@ _SERVER_ERROR = ("server_error", None)
 # ``invalid_request_error``): a result for a call the service has announced but not yet
 # registered. Nothing else the emulator answers starts with it.
 PENDING_RACE_PREFIX = "Unknown pending tool call: "
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 def now() -> int:

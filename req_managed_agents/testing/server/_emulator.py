@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from req_managed_agents.testing.server._faults import Replacement, RequestFault
+from req_managed_agents.testing.server._faults import Replacement, RequestFault, RequestRule
 
 if TYPE_CHECKING:
     from typing import Callable
@@ -94,7 +94,7 @@ class LoopbackEmulator:
             retry_after = f"{retry_after:g}"
         fault = RequestFault(status, error_type, retry_after, message, code)
         self._server.check_fault(fault)
-        self._server.faults.add_failure(method, path_regex, fault, times, where)
+        self._server.faults.add_failure(RequestRule(method, path_regex, where, times, fault))
 
     def reset_requests(
         self,
@@ -116,7 +116,8 @@ class LoopbackEmulator:
         streaming response is attached but reset before its head goes out: its stream
         counts as opened and ends ``"reset"``, and nothing is produced for it.
         """
-        self._server.faults.add_reset(method, path_regex, after_acting, times, where)
+        rule = RequestRule(method, path_regex, where, times, after_acting)
+        self._server.faults.add_reset(rule)
 
     def answer_requests(
         self,
@@ -149,7 +150,8 @@ class LoopbackEmulator:
         if not isinstance(body, bytes):
             raise TypeError(f"body must be bytes or a str, got {type(body).__name__}")
         replacement = Replacement(status, body, content_type or "", after_acting)
-        self._server.faults.add_replacement(method, path_regex, replacement, times, where)
+        rule = RequestRule(method, path_regex, where, times, replacement)
+        self._server.faults.add_replacement(rule)
 
     def before_requests(
         self,
@@ -167,7 +169,7 @@ class LoopbackEmulator:
         resource between our client's lookup and its create, say. The hook runs without the
         emulator's lock held, so it may inject faults.
         """
-        self._server.faults.add_hook(method, path_regex, hook, times, where)
+        self._server.faults.add_hook(RequestRule(method, path_regex, where, times, hook))
 
     def pending_faults(self) -> int:
         """How many shots of the injected faults have not fired yet (hooks excluded), so a

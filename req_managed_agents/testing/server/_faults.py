@@ -50,8 +50,10 @@ class Replacement:
 _Action = TypeVar("_Action")
 
 
-class _RequestRule(Generic[_Action]):
-    """What to do to the next ``times`` requests that match: an error, a hook or a reset."""
+class RequestRule(Generic[_Action]):
+    """What to do to the next ``times`` requests that match (``method``, ``"*"`` for any; a
+    ``path_regex`` matching the whole path; ``where``, when given, true of the request): an
+    error, a reset, a body in place of the answer, or a hook."""
 
     def __init__(
         self,
@@ -105,7 +107,8 @@ class _StreamFaultRule:
 # Stream fault kinds, in the order they are looked up: an event meets one fault at most.
 _STREAM_FAULT_KINDS = ("stall", "drop", "corrupt", "duplicate")
 
-_Rule = TypeVar("_Rule", "_RequestRule[Any]", _StreamFaultRule)
+_Rule = TypeVar("_Rule", "RequestRule[Any]", _StreamFaultRule)
+_Added = TypeVar("_Added")
 
 
 def _take(rules: list[_Rule], *key: Any) -> _Rule | None:
@@ -152,66 +155,35 @@ class FaultRules:
 
     def __init__(self, condition: threading.Condition) -> None:
         self._condition = condition
-        self._failures: list[_RequestRule[RequestFault]] = []
-        self._hooks: list[_RequestRule[Callable[[], object]]] = []
-        self._resets: list[_RequestRule[bool]] = []  # the action: whether it acts first
-        self._replacements: list[_RequestRule[Replacement]] = []
+        self._failures: list[RequestRule[RequestFault]] = []
+        self._hooks: list[RequestRule[Callable[[], object]]] = []
+        self._resets: list[RequestRule[bool]] = []  # the action: whether it acts first
+        self._replacements: list[RequestRule[Replacement]] = []
         self._stream_faults: dict[str, list[_StreamFaultRule]] = {
             kind: [] for kind in _STREAM_FAULT_KINDS
         }
         self._duplicate_events = False
 
-    def add_failure(
-        self,
-        method: str,
-        path_regex: str,
-        fault: RequestFault,
-        times: int,
-        where: _RequestFilter | None,
-    ) -> None:
-        """Answer matching requests with ``fault`` (see ``fail_requests``)."""
-        rule = _RequestRule(method, path_regex, where, times, fault)
-        with self._condition:
-            self._failures.append(rule)
+    def add_failure(self, rule: RequestRule[RequestFault]) -> None:
+        """Answer the requests ``rule`` matches with its fault (see ``fail_requests``)."""
+        self._add(self._failures, rule)
 
-    def add_reset(
-        self,
-        method: str,
-        path_regex: str,
-        after_acting: bool,
-        times: int,
-        where: _RequestFilter | None,
-    ) -> None:
-        """Reset matching requests' connections (see ``reset_requests``)."""
-        rule = _RequestRule(method, path_regex, where, times, after_acting)
-        with self._condition:
-            self._resets.append(rule)
+    def add_reset(self, rule: RequestRule[bool]) -> None:
+        """Reset the connections of the requests ``rule`` matches (see ``reset_requests``);
+        its action is whether they are acted on first."""
+        self._add(self._resets, rule)
 
-    def add_replacement(
-        self,
-        method: str,
-        path_regex: str,
-        replacement: Replacement,
-        times: int,
-        where: _RequestFilter | None,
-    ) -> None:
-        """Answer matching requests with ``replacement`` (see ``answer_requests``)."""
-        rule = _RequestRule(method, path_regex, where, times, replacement)
-        with self._condition:
-            self._replacements.append(rule)
+    def add_replacement(self, rule: RequestRule[Replacement]) -> None:
+        """Answer the requests ``rule`` matches with its body (see ``answer_requests``)."""
+        self._add(self._replacements, rule)
 
-    def add_hook(
-        self,
-        method: str,
-        path_regex: str,
-        hook: Callable[[], object],
-        times: int,
-        where: _RequestFilter | None,
-    ) -> None:
-        """Call ``hook`` before matching requests (see ``before_requests``)."""
-        rule = _RequestRule(method, path_regex, where, times, hook)
+    def add_hook(self, rule: RequestRule[Callable[[], object]]) -> None:
+        """Call the hook of ``rule`` before the requests it matches (see ``before_requests``)."""
+        self._add(self._hooks, rule)
+
+    def _add(self, rules: list[_Added], rule: _Added) -> None:
         with self._condition:
-            self._hooks.append(rule)
+            rules.append(rule)
 
     def add_stream_fault(
         self,
@@ -265,7 +237,7 @@ class FaultRules:
     def pending(self) -> int:
         """How many shots have not fired yet, hooks excluded."""
         with self._condition:
-            rules: list[_RequestRule[Any] | _StreamFaultRule] = [
+            rules: list[RequestRule[Any] | _StreamFaultRule] = [
                 *self._failures,
                 *self._resets,
                 *self._replacements,

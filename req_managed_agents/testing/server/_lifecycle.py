@@ -61,6 +61,12 @@ class Lifecycle:
         if bell is not None:
             bell.notify_all()
 
+    def announce(self, scope: str) -> None:
+        """Wake what waits for any change and what waits for ``scope``'s news (its streams);
+        called with the lock held."""
+        self.condition.notify_all()
+        self.ring(scope)
+
     def start_thread(
         self,
         role: str,

@@ -1,11 +1,13 @@
-"""What every API's routes need alike: a route table, the query's values and timestamps."""
+"""What every API's routes need alike: a route table, the query's values, ids and timestamps."""
 
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,8 +21,8 @@ Route = tuple[str, str, Callable[..., Any]]
 class Router:
     """A route table: ``(method, path pattern, route)`` rows, first match wins.
 
-    A pattern must match the whole path; its groups (the ids in the path) are the route's
-    arguments after the exchange.
+    A pattern must match the whole path; its groups (the ids in the path, percent-decoded)
+    are the route's arguments after the exchange.
     """
 
     def __init__(self, routes: Sequence[Route]) -> None:
@@ -31,7 +33,7 @@ class Router:
         for route_method, pattern, route in self._routes:
             found = pattern.fullmatch(path)
             if found and route_method == method:
-                return route, found.groups()
+                return route, tuple(unquote(group) for group in found.groups())
         return None
 
 
@@ -39,6 +41,11 @@ def query_value(request: RecordedRequest, name: str) -> str | None:
     """The first value of the query parameter ``name``; None when the query lacks it."""
     values = request.query.get(name)
     return values[0] if values else None
+
+
+def new_id(prefix: str) -> str:
+    """A fresh object id: ``prefix``, an underscore and 24 random hex digits."""
+    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 def utc_timestamp(moment: datetime | None = None, timespec: str = "milliseconds") -> str:
