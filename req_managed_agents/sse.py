@@ -205,8 +205,9 @@ class SSEDecoder:
             pending.append(blocks)
             text = _decode_pieces(pending)
         else:
-            # The blocks end with a line end, so no UTF-8 sequence continues past them.
-            text = _utf8_decode(pending[0] + blocks if pending else blocks, "replace", True)[0]
+            # The blocks end with a line end, so no UTF-8 sequence continues past them: they
+            # decode on their own (``bytes.decode`` costs a fraction of ``utf_8_decode``).
+            text = (pending[0] + blocks if pending else blocks).decode("utf-8", "replace")
         pending.clear()
         self._pending_size = len(chunk) - end
         if end < len(chunk):
@@ -295,18 +296,33 @@ class SSEDecoder:
                 event_type = ""
                 retry = None
                 continue
-            # Usually a colon and a space end the name; only then is a space to be dropped.
-            name, separator, value = line.partition(": ")
-            if not separator or ":" in name:
-                name, _, value = line.partition(":")
+            # Usually a colon and a space end the name. When what comes before them is the
+            # name of a field the rules act on, it holds no colon, so that is the split they
+            # make (a line that is only the name splits the same way); any other line is
+            # split again, at its first colon.
+            name, _, value = line.partition(": ")
             if name == "data":
                 data_lines.append(value)
-            elif name == "event":
+                continue
+            if name == "event":
                 event_type = value
-            elif name == "id":
+                continue
+            if name == "id":
                 if "\0" not in value:
                     id_buffer = value
-            elif name == "retry" and value.isascii() and value.isdigit():
+                continue
+            if name != "retry":
+                name, _, value = line.partition(":")
+                if name == "data":
+                    data_lines.append(value)
+                elif name == "event":
+                    event_type = value
+                elif name == "id":
+                    if "\0" not in value:
+                        id_buffer = value
+                if name != "retry":
+                    continue
+            if value.isascii() and value.isdigit():
                 # Python refuses integers of thousands of digits: such a field is ignored.
                 with suppress(ValueError):
                     retry = int(value)
