@@ -1,17 +1,18 @@
-"""What both fault matrices share: the tools, the scenario type and the checks.
+"""What every fault matrix scenario shares: the tools and script, the scenario and runtime
+types, the driving and the checks.
 
 A scenario injects one fault into a fresh emulator, runs the two-tool, three-turn script to
 completion over real sockets and is held to what a user relies on: the run ends as the
 undisturbed run did (or, where recovering is not safe, with the named error), every tool
 call ran exactly once, ``handle_event`` saw what the service sent, and nothing - no thread,
 no socket, no open stream - is left behind. Every problem found is reported, not only the
-first, so a failing scenario reads as a diagnosis.
+first, so a failing scenario reads as a diagnosis. What differs per provider is a
+:class:`Runtime` (``tests/faults/_runtimes``).
 """
 
 from __future__ import annotations
 
 import collections
-import dataclasses
 import gc
 import os
 import re
@@ -19,16 +20,20 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, TypeVar, Union
+from types import ModuleType
+from typing import Any, Generic, Optional, TypeVar
 
-from req_managed_agents import SessionInfo, SessionResult, ToolContext, Tools, Usage
-from req_managed_agents.errors import ManagedAgentsError
-from req_managed_agents.testing import (
-    AgentCoreEmulator,
-    ClaudeEmulator,
-    OpenAIAgentsEmulator,
-    RecordedRequest,
+from req_managed_agents import (
+    SessionInfo,
+    SessionResult,
+    ToolContext,
+    Tools,
+    Usage,
+    run_to_completion,
 )
+from req_managed_agents.errors import ManagedAgentsError
+from req_managed_agents.testing import RecordedRequest, call
+from req_managed_agents.testing.server import LoopbackEmulator
 
 PROMPT = "Compute."
 # The driver's idle timeout, and a stall twice as long: the stall outlasts it. A second, not
@@ -37,6 +42,8 @@ PROMPT = "Compute."
 # timeout ends the run).
 IDLE_TIMEOUT = 1.0
 STALL_SECONDS = 2 * IDLE_TIMEOUT
+# Heartbeats (keep-alives) well inside the idle timeout, so only a stall is silent that long.
+PING_INTERVAL = IDLE_TIMEOUT / 3
 # Short enough to keep the suite fast, long enough that ignoring it shows in the timings.
 RETRY_AFTER = 0.05
 # Retries the providers are built with (HTTP max_retries; AgentCore invoke_retries): a burst
@@ -49,8 +56,9 @@ RUN_TIMEOUT = 4.0
 # How long threads, sockets and streams may take to wind down after a run.
 GRACE = 2.0
 
-Emulator = Union[ClaudeEmulator, AgentCoreEmulator, OpenAIAgentsEmulator]
-_E = TypeVar("_E", ClaudeEmulator, AgentCoreEmulator, OpenAIAgentsEmulator)
+# Every emulator is one: what the shared checks use of it (requests, faults, streams).
+Emulator = LoopbackEmulator
+_E = TypeVar("_E", bound=LoopbackEmulator)
 # Sets a scenario's fault up; returns, for faults injected later by a hook, whether the hook
 # ran (a fault whose moment never came was not tested).
 Inject = Callable[[Any], Optional[Callable[[], bool]]]
@@ -127,74 +135,57 @@ class Scenario:
     echoed: bool = True
 
 
-def request_scenarios(
-    kinds: Mapping[str, RequestKind],
-    expect: Callable[[str, int, int, bool], type[ManagedAgentsError] | None],
-) -> list[Scenario]:
-    """Error bursts (each status, 1 and 3 in a row, with and without ``retry-after``) and
-    resets (before and after acting) on every request kind. ``expect(kind, status, burst,
-    with_retry_after)`` names the error the library must give up with, or None."""
-    scenarios = []
-    for name, kind in kinds.items():
-        for status in STATUSES:
-            for burst in BURSTS:
-                for retry_after in (None, RETRY_AFTER):
-                    error = expect(name, status, burst, retry_after is not None)
-                    suffix = "ra" if retry_after else "bare"
-                    verdict = f"-gives-up-{error.__name__}" if error else ""
-                    scenarios.append(
-                        Scenario(
-                            f"{name}-{status}x{burst}-{suffix}{verdict}",
-                            _failing(kind, status, burst, retry_after),
-                            error=error,
-                            kind=kind,
-                            burst=burst,
-                            retry_after=retry_after,
-                        )
-                    )
-        for after_acting in (False, True):
-            moment = "after" if after_acting else "before"
-            scenarios.append(
-                Scenario(f"{name}-reset-{moment}-acting", _resetting(kind, after_acting), kind=kind)
-            )
-    return scenarios
+# What the script's last turn says, and its three tool results, in call order.
+ANSWER = "The total is 30."
+TOOL_RESULTS = ["3", "12", "30"]
+_Turn = TypeVar("_Turn")
 
 
-# The request faults the second way (answers not echoed) repeats on the requests that
-# follow the answers: a burst longer than the HTTP retries, with retry-after (the provider's
-# own recovery takes over), and a reset before and after the service acted (did it land?).
-SECOND_WAY_REQUEST_FAULTS = ("-503x3-ra", "-reset-before-acting", "-reset-after-acting")
-
-
-def second_way(scenarios: Sequence[Scenario]) -> list[Scenario]:
-    """``scenarios`` (request faults) again, against a service that does not echo the
-    answers it receives: the representative faults only (``SECOND_WAY_REQUEST_FAULTS``)."""
+def script(turn: Callable[..., _Turn]) -> list[_Turn]:
+    """The script every runtime plays, in its emulator's turn type: two tool calls, one more,
+    then the answer."""
     return [
-        dataclasses.replace(s, id=f"{s.id}-unechoed", echoed=False)
-        for s in scenarios
-        if s.id.endswith(SECOND_WAY_REQUEST_FAULTS)
+        turn(text="Let me compute.", tool_calls=[call("add", a=1, b=2), call("mul", a=3, b=4)]),
+        turn(tool_calls=[call("mul", a=5, b=6)]),
+        turn(text=lambda results: f"The total is {results[0]}.", usage=(7, 3)),
     ]
 
 
-def _failing(kind: RequestKind, status: int, burst: int, retry_after: float | None) -> Inject:
-    def inject(emulator: Emulator) -> None:
-        emulator.fail_requests(
-            kind.method,
-            kind.path,
-            status,
-            times=burst,
-            retry_after=retry_after,
-            where=kind.where,
-        )
-
-    return inject
+def _own_provider(emulator: Any) -> Any:
+    """The provider every emulator builds aimed at itself."""
+    return emulator.provider(timeout=5, max_retries=RETRIES)
 
 
-def _resetting(kind: RequestKind, after_acting: bool) -> Inject:
-    def inject(emulator: Emulator) -> None:
-        emulator.reset_requests(kind.method, kind.path, after_acting=after_acting, where=kind.where)
+@dataclass(frozen=True)
+class Runtime(Generic[_E]):
+    """One provider in the fault matrix: what differs from the others, as data.
 
-    return inject
+    ``start(echoed)``: a fresh emulator playing :func:`script`; ``echoed`` says whether it
+    streams the answers it receives back (one of ``ways``: ``(True,)`` where the service has
+    no such choice). ``connect(emulator)``: the run's connect options, naming what the
+    emulator made for it (agent, environment, harness...). ``scenarios``: every fault and
+    its verdict. ``log(echoed)``: the undisturbed run's log, position by position - the
+    positions the stream faults name - as ``read_log(emulator, result, tools)`` reads it
+    after that run. ``check_events``: what ``handle_event`` must have seen, whatever the
+    fault. ``backoffs``: the ``RetryPolicy`` instances (module, name) the library waits out
+    on its own, shrunk for the matrix. ``provider(emulator)``: the provider aimed at the
+    emulator, as a user builds it (by default the emulator's own ``provider()``).
+    ``needs``: modules of an optional extra; without them the runtime's scenarios are
+    skipped.
+    """
+
+    name: str
+    start: Callable[[bool], _E]
+    connect: Callable[[_E], Mapping[str, Any]]
+    scenarios: Sequence[Scenario]
+    log: Callable[[bool], Sequence[Any]]
+    read_log: Callable[[_E, SessionResult, MatrixTools], Sequence[Any]]
+    check_events: Callable[[Checks, _E, MatrixTools, SessionResult | None], None]
+    backoffs: Sequence[tuple[ModuleType, str]]
+    # Any: ``run_to_completion``'s overloads name each provider type.
+    provider: Callable[[_E], Any] = _own_provider
+    ways: tuple[bool, ...] = (True, False)
+    needs: tuple[str, ...] = ()
 
 
 def shape(result: SessionResult) -> dict[str, Any]:
@@ -227,6 +218,24 @@ class Checks:
     def expect(self, condition: object, problem: str) -> None:
         if not condition:
             self.problems.append(problem)
+
+    def delivered_once(self, delivered: Sequence[str]) -> None:
+        """No event id reached ``handle_event`` twice."""
+        duplicates = sorted({i for i in delivered if delivered.count(i) > 1})
+        self.expect(not duplicates, f"events delivered more than once: {duplicates}")
+
+    def saw_the_log(
+        self, missed: Sequence[str], delivered: Sequence[str], logged: Sequence[str], what: str
+    ) -> None:
+        """``handle_event`` missed nothing it should have seen (``missed``), and the logged
+        ids among ``delivered`` (the ids it saw) came in log order."""
+        self.expect(not missed, f"handle_event never saw {missed}")
+        known = set(logged)
+        seen = [i for i in delivered if i in known]
+        self.expect(
+            seen == [i for i in logged if i in seen],
+            f"handle_event saw the {what} out of log order",
+        )
 
     def outcome(
         self,
@@ -331,13 +340,38 @@ def socket_fds() -> set[str]:
     return found
 
 
-def run_checked(
-    scenario: Scenario,
-    reference: dict[str, Any],
-    start: Callable[[], _E],
-    run: Callable[[_E, MatrixTools], SessionResult],
-    check_events: Callable[[Checks, _E, MatrixTools, SessionResult | None], None],
-) -> None:
+def drive(runtime: Runtime[Any], emulator: Emulator, tools: MatrixTools) -> SessionResult:
+    """One run of the script, as a user makes it, through the provider aimed at ``emulator``."""
+    with runtime.provider(emulator) as provider:
+        return run_to_completion(
+            provider,
+            PROMPT,
+            handler=tools,
+            timeout=RUN_TIMEOUT,
+            idle_timeout=IDLE_TIMEOUT,
+            **runtime.connect(emulator),
+        )
+
+
+def reference_of(runtime: Runtime[Any]) -> dict[str, Any]:
+    """The undisturbed run's result, which every scenario must reproduce, whichever way the
+    service goes (the answers echoed or not); its log is the one ``runtime.log`` names."""
+    shapes = []
+    for echoed in runtime.ways:
+        with runtime.start(echoed) as emulator:
+            tools = MatrixTools()
+            result = drive(runtime, emulator, tools)
+            log = runtime.read_log(emulator, result, tools)
+        assert log == runtime.log(echoed), f"the undisturbed log (echoed={echoed}): {log}"
+        assert result.terminal == "end_turn"
+        assert result.text == ANSWER
+        assert [r.content for r in result.tool_results] == TOOL_RESULTS
+        shapes.append(shape(result))
+    assert all(s == shapes[0] for s in shapes), shapes
+    return shapes[0]
+
+
+def run_checked(runtime: Runtime[Any], scenario: Scenario, reference: dict[str, Any]) -> None:
     """Run one scenario on a fresh emulator and report every problem found."""
     sockets_before = socket_fds()
     threads_before = set(_library_threads())
@@ -345,17 +379,17 @@ def run_checked(
     tools = MatrixTools()
     result: SessionResult | None = None
     error: BaseException | None = None
-    with start() as emulator:
+    with runtime.start(scenario.echoed) as emulator:
         hook = scenario.inject(emulator)
         shots = emulator.pending_faults()
         try:
-            result = run(emulator, tools)
+            result = drive(runtime, emulator, tools)
         except ManagedAgentsError as raised:
             error = raised
         checks.outcome(scenario, result, error, reference)
         del error  # its traceback may reach a socket: let it go before counting them
         checks.tools_ran_once(result, tools)
-        check_events(checks, emulator, tools, result)
+        runtime.check_events(checks, emulator, tools, result)
         checks.fault_met(scenario, emulator, shots, hook)
         checks.retry_after_honoured(scenario, emulator)
         checks.no_open_streams(emulator)

@@ -3,6 +3,7 @@
 The library's waits between retries are module constants and retry policies built inside
 the clients; shrinking them keeps hundreds of scenarios within a CI budget. Waits a server
 asks for (``retry-after``) are not shrunk: the scenarios check that they are honoured.
+Each runtime names its own (``Runtime.backoffs``).
 """
 
 from __future__ import annotations
@@ -11,50 +12,32 @@ import collections
 
 import pytest
 
-from req_managed_agents.providers import _delivery as delivery
-from req_managed_agents.providers.agentcore import _conversation as agentcore_conversation
-from req_managed_agents.providers.agentcore.api import _core as agentcore_client
-from req_managed_agents.providers.claude import _feed as claude_feed
-from req_managed_agents.providers.claude.api import _core as claude_client
-from req_managed_agents.providers.openai import _feed as openai_feed
-from req_managed_agents.providers.openai.api import _core as openai_client
+from tests.faults._runtimes import RUNTIMES, runtime_of
 
 _FAST = 0.001
+_MATRIX = "test_matrix.py::test_fault["
 
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     """Shrink every backoff the library waits out on its own (a missing name fails here)."""
     fast = {"base": _FAST, "cap": 10 * _FAST}
-    for module, name in [
-        (claude_feed, "RECONNECT"),
-        (delivery, "RESEND"),
-        (agentcore_conversation, "INVOKE_RETRY"),
-        (claude_client, "REQUESTS"),
-        (agentcore_client, "REQUESTS"),
-        (openai_feed, "RECONNECT"),
-        (openai_client, "REQUESTS"),
-    ]:
+    for module, name in {backoff for runtime in RUNTIMES for backoff in runtime.backoffs}:
         monkeypatch.setattr(module, name, getattr(module, name).but(**fast))
 
 
-_PROVIDERS = {
-    "test_claude_matrix.py": "claude",
-    "test_claude_bedrock_matrix.py": "claude-bedrock",
-    "test_agentcore_matrix.py": "agentcore",
-    "test_openai_matrix.py": "openai",
-}
 _outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 _seconds: dict[str, float] = collections.defaultdict(float)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    provider = _PROVIDERS.get(report.nodeid.split("::")[0].rsplit("/", 1)[-1])
-    if provider is None:
+    _, matrix, scenario = report.nodeid.rpartition(_MATRIX)
+    runtime = runtime_of(scenario) if matrix else None
+    if runtime is None:
         return
-    _seconds[provider] += report.duration
+    _seconds[runtime.name] += report.duration
     if report.when == "call" or (report.when == "setup" and not report.passed):
-        _outcomes[provider][report.outcome] += 1
+        _outcomes[runtime.name][report.outcome] += 1
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -184,9 +184,14 @@ def test_a_redis_group_set_drops_the_members_whose_records_expired(
     try:
         store.add_record("ledger-runs:first", "v", ttl=600)  # keeps the set alive throughout
         for n in range(300):
-            store.add_record(f"ledger-runs:old{n}", "v", ttl=0.2)
+            store.add_record(f"ledger-runs:old{n}", "v", ttl=600)
         assert raw.scard(group) == 301
-        time.sleep(EXPIRED)
+        for n in range(300):  # the server expires them, however long the writes took
+            raw.pexpire(f"{redis_prefix}rec:ledger-runs:old{n}", 1)
+        deadline = time.monotonic() + 30
+        while raw.exists(*[f"{redis_prefix}rec:ledger-runs:old{n}" for n in range(300)]):
+            assert time.monotonic() < deadline, "the server did not expire the records"
+            time.sleep(0.01)
         for n in range(300):  # one long-lived group: its set never expires while in use
             store.add_record(f"ledger-runs:new{n}", "v", ttl=600)
         members = raw.scard(group)

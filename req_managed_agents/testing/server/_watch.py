@@ -35,12 +35,16 @@ class DisconnectWatcher:
         left it (closed, reset, or shut its writing side). Call with the lock held."""
         selector, wake_out = self._selector, self._wake_out
         if selector is None or wake_out is None:
+            if self._lifecycle.stopping:  # closing: its streams end anyway
+                return
             selector = self._selector = selectors.DefaultSelector()
             wake_in, wake_out = socket.socketpair()
             wake_out.setblocking(False)  # never wait on it with the lock held
             self._wake_out = wake_out
             selector.register(wake_in, selectors.EVENT_READ)
-            self._lifecycle.start_thread("disconnects", self._run, wake_in, connection=wake_in)
+            self._lifecycle.start_thread(
+                "disconnects", self._run, selector, wake_in, wake_out, connection=wake_in
+            )
         with contextlib.suppress(KeyError):  # a stale entry: a closed socket of this number
             selector.unregister(connection)
         selector.register(connection, selectors.EVENT_READ, gone)
@@ -53,9 +57,9 @@ class DisconnectWatcher:
             with contextlib.suppress(KeyError, ValueError):  # never watched, or closed
                 self._selector.unregister(connection)
 
-    def _run(self, wake_in: socket.socket) -> None:
-        selector = self._selector
-        assert selector is not None
+    def _run(
+        self, selector: selectors.BaseSelector, wake_in: socket.socket, wake_out: socket.socket
+    ) -> None:
         try:
             while not self._lifecycle.stopping:
                 for key, _ in selector.select():
@@ -68,10 +72,10 @@ class DisconnectWatcher:
         finally:
             with self._lifecycle.condition:
                 selector.close()
-                self._selector = None
+                if self._selector is selector:  # a later watch() may have started anew
+                    self._selector = self._wake_out = None
             wake_in.close()
-            if self._wake_out is not None:
-                self._wake_out.close()
+            wake_out.close()
 
     def _check(self, key: selectors.SelectorKey) -> None:
         """A watched socket can be read: its client left (end of file, or an error), or it

@@ -1,8 +1,9 @@
-"""The fault matrix against the AgentCore emulator: one fault per scenario, at every frame of
-every turn and on the InvokeHarness request of every turn.
+"""The AgentCore Harness runtime of the fault matrix: one fault per scenario, at every frame
+of every turn and on the InvokeHarness request of every turn.
 
-The emulator commits a turn as its ``messageStop`` goes out. What a correct library does,
-and so what each scenario asserts:
+The harness has no session stream: each turn is an invocation whose answer streams that
+turn's frames, and the emulator commits a turn as its ``messageStop`` goes out. Nor does it
+echo answers (one way only). What a correct library does, and so what each scenario asserts:
 
 * the stream ends before ``messageStop`` (truncated cleanly, or a frame whose CRC is wrong):
   whether the harness committed the turn cannot be known from here (this emulator does
@@ -32,39 +33,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import pytest
-
-from req_managed_agents import (
-    IdleTimeoutError,
-    RateLimitError,
-    ServerError,
-    SessionResult,
-    run_to_completion,
-)
+from req_managed_agents import IdleTimeoutError, RateLimitError, ServerError, SessionResult
 from req_managed_agents.errors import InvocationOutcomeUnknownError, ManagedAgentsError
-from req_managed_agents.providers.agentcore import new_runtime_session_id
-from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, RecordedRequest, call
+from req_managed_agents.providers.agentcore import _conversation, new_runtime_session_id
+from req_managed_agents.providers.agentcore.api import _core
+from req_managed_agents.testing import AgentCoreEmulator, ConverseTurn, RecordedRequest
 from tests.faults._matrix import (
-    IDLE_TIMEOUT,
-    PROMPT,
     RETRIES,
-    RUN_TIMEOUT,
     STALL_SECONDS,
     Checks,
     Inject,
     MatrixTools,
     RequestKind,
+    Runtime,
     Scenario,
-    request_scenarios,
-    run_checked,
-    shape,
+    script,
 )
+from tests.faults._scenarios import UNDISTURBED, request_scenarios
 
-SCRIPT = [
-    ConverseTurn(text="Let me compute.", tool_calls=[call("add", a=1, b=2), call("mul", a=3, b=4)]),
-    ConverseTurn(tool_calls=[call("mul", a=5, b=6)]),
-    ConverseTurn(text=lambda results: f"The total is {results[0]}.", usage=(7, 3)),
-]
 _TEXT = ["contentBlockDelta"] * 3 + ["contentBlockStop"]
 _TOOL = ["contentBlockStart", *_TEXT]
 _END = ["messageStop", "metadata"]
@@ -191,30 +177,19 @@ def _request_scenarios() -> list[Scenario]:
     ]
 
 
-SCENARIOS = [
-    Scenario("undisturbed", lambda emulator: None),
-    *_stream_scenarios(),
-    *_request_scenarios(),
-]
+def _turn_frames(emulator: AgentCoreEmulator) -> list[list[dict[str, Any]]]:
+    """The frames of each turn the harness committed."""
+    invocations = emulator.invocations
+    if not invocations:
+        return []
+    first = invocations[0]
+    return emulator.turn_frames(first.harness_arn, first.runtime_session_id)
 
 
-def _start() -> AgentCoreEmulator:
-    return AgentCoreEmulator(SCRIPT)
-
-
-def _run(emulator: AgentCoreEmulator, tools: MatrixTools) -> SessionResult:
-    arn = emulator.add_harness()
-    with emulator.provider(timeout=5, max_retries=RETRIES) as provider:
-        return run_to_completion(
-            provider,
-            PROMPT,
-            handler=tools,
-            timeout=RUN_TIMEOUT,
-            harness_arn=arn,
-            runtime_session_id=new_runtime_session_id(),
-            idle_timeout=IDLE_TIMEOUT,
-            invoke_retries=RETRIES,
-        )
+def _read_log(
+    emulator: AgentCoreEmulator, result: SessionResult, tools: MatrixTools
+) -> list[list[str]]:
+    return [[next(iter(frame)) for frame in turn] for turn in _turn_frames(emulator)]
 
 
 def _check_events(
@@ -222,13 +197,9 @@ def _check_events(
 ) -> None:
     """Every frame of every committed turn reached ``handle_event``, turn after turn, each
     turn's frames in one piece (a retried attempt's frames may come before them)."""
-    invocations = emulator.invocations
-    if not invocations:
-        return
-    turns = emulator.turn_frames(invocations[0].harness_arn, invocations[0].runtime_session_id)
     seen = [dict(event) for event in tools.events]
     start = 0
-    for number, frames in enumerate(turns, start=1):
+    for number, frames in enumerate(_turn_frames(emulator), start=1):
         found = _find(seen, frames, start)
         checks.expect(found is not None, f"handle_event missed frames of committed turn {number}")
         if found is None:
@@ -243,20 +214,18 @@ def _find(seen: list[dict[str, Any]], frames: list[dict[str, Any]], start: int) 
     return None
 
 
-@pytest.fixture(scope="module")
-def reference() -> dict[str, Any]:
-    """The undisturbed run's result, which every scenario must reproduce."""
-    with _start() as emulator:
-        result = _run(emulator, MatrixTools())
-        (invocation, *_) = emulator.invocations
-        turns = emulator.turn_frames(invocation.harness_arn, invocation.runtime_session_id)
-    assert [[next(iter(frame)) for frame in turn] for turn in turns] == FRAMES
-    assert result.terminal == "end_turn"
-    assert result.text == "The total is 30."
-    assert [r.content for r in result.tool_results] == ["3", "12", "30"]
-    return shape(result)
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
-def test_agentcore_fault(scenario: Scenario, reference: dict[str, Any]) -> None:
-    run_checked(scenario, reference, _start, _run, _check_events)
+AGENTCORE = Runtime(
+    name="agentcore",
+    start=lambda echoed: AgentCoreEmulator(script(ConverseTurn)),
+    connect=lambda emulator: {
+        "harness_arn": emulator.add_harness(),
+        "runtime_session_id": new_runtime_session_id(),
+        "invoke_retries": RETRIES,
+    },
+    scenarios=[UNDISTURBED, *_stream_scenarios(), *_request_scenarios()],
+    log=lambda echoed: FRAMES,
+    read_log=_read_log,
+    check_events=_check_events,
+    backoffs=[(_conversation, "INVOKE_RETRY"), (_core, "REQUESTS")],
+    ways=(True,),
+)
