@@ -296,33 +296,18 @@ class SSEDecoder:
                 event_type = ""
                 retry = None
                 continue
-            # Usually a colon and a space end the name. When what comes before them is the
-            # name of a field the rules act on, it holds no colon, so that is the split they
-            # make (a line that is only the name splits the same way); any other line is
-            # split again, at its first colon.
-            name, _, value = line.partition(": ")
+            # Usually a colon and a space end the name; only then is a space to be dropped.
+            name, separator, value = line.partition(": ")
+            if not separator or ":" in name:
+                name, _, value = line.partition(":")
             if name == "data":
                 data_lines.append(value)
-                continue
-            if name == "event":
+            elif name == "event":
                 event_type = value
-                continue
-            if name == "id":
+            elif name == "id":
                 if "\0" not in value:
                     id_buffer = value
-                continue
-            if name != "retry":
-                name, _, value = line.partition(":")
-                if name == "data":
-                    data_lines.append(value)
-                elif name == "event":
-                    event_type = value
-                elif name == "id":
-                    if "\0" not in value:
-                        id_buffer = value
-                if name != "retry":
-                    continue
-            if value.isascii() and value.isdigit():
+            elif name == "retry" and value.isascii() and value.isdigit():
                 # Python refuses integers of thousands of digits: such a field is ignored.
                 with suppress(ValueError):
                     retry = int(value)
