@@ -21,7 +21,7 @@ even when a tool's text holds a lone surrogate (then those characters are escape
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from req_managed_agents.errors import MalformedResponseError
 
@@ -72,7 +72,8 @@ Raw = Union[bytes, bytearray, str]
 
 # The scanner of a default decoder: ``scan(text, index)`` is ``(value, end)`` for the JSON
 # value starting exactly at ``index``; the C one where CPython has it, as for ``json.loads``.
-_scan = json.JSONDecoder().scan_once
+# (Set by JSONDecoder.__init__, which typeshed does not declare.)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def loads(data: Raw, *, cut_deep: bool = False) -> Any:
