@@ -205,8 +205,9 @@ class SSEDecoder:
             pending.append(blocks)
             text = _decode_pieces(pending)
         else:
-            # The blocks end with a line end, so no UTF-8 sequence continues past them.
-            text = _utf8_decode(pending[0] + blocks if pending else blocks, "replace", True)[0]
+            # The blocks end with a line end, so no UTF-8 sequence continues past them: they
+            # decode on their own (``bytes.decode`` costs a fraction of ``utf_8_decode``).
+            text = (pending[0] + blocks if pending else blocks).decode("utf-8", "replace")
         pending.clear()
         self._pending_size = len(chunk) - end
         if end < len(chunk):

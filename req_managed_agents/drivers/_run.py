@@ -63,6 +63,9 @@ class Run:
     # A reattached session's last turn: history, reported only if the run adds no turn.
     resumed: TurnResult | None = None
     tracker: TextTracker = field(init=False)
+    # Whether anything sees the run's items (``on_text``, a display, a stream's consumer):
+    # text is tracked only then.
+    watched: bool = field(init=False)
     started: float = field(default_factory=time.monotonic)
     # The run's idempotency-key binding, told of each input and turn (keyed runs only).
     keyed: KeyedRun | None = None
@@ -74,6 +77,7 @@ class Run:
 
     def __post_init__(self) -> None:
         self.tracker = TextTracker(self.emit)
+        self.watched = not (self.on_text is None and self.progress is None and self.items is None)
 
     @property
     def usage(self) -> Usage:
@@ -198,10 +202,10 @@ class RunText:
 
     def __call__(self, message: str, text: str, final: bool) -> None:
         run = self._run()
-        if run is not None:
+        if run is not None and run.watched:
             run.tracker.update(message, text, final)
 
     def append(self, message: str, text: str) -> None:
         run = self._run()
-        if run is not None:
+        if run is not None and run.watched:
             run.tracker.append(message, text)

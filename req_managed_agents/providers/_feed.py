@@ -234,10 +234,11 @@ class StreamFeed:
         """Deliver the stream's events until the server ends it. After a frame that does not
         parse, the feed catches up at once (:meth:`_recover`): what the frame carried is
         recorded somewhere, and a turn could otherwise wait for an end that already came."""
+        parse, deliver = self._parse, self._deliver
         for chunk in read_chunks(response, idle):
             for sse in decoder.feed(chunk):
                 try:
-                    event = self._parse(sse)
+                    event = parse(sse)
                 except Unparseable as bad:
                     # The message, not the exception: a log handler that keeps records would
                     # keep its traceback, and the stream's connection with it.
@@ -246,7 +247,7 @@ class StreamFeed:
                     self._recover()
                     continue
                 if event is not None:
-                    self._deliver(event)
+                    deliver(event)
             self._flush()
         if not self._stopped.is_set():
             telemetry.emit("stream.done", {}, self._metadata)

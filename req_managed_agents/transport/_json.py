@@ -21,7 +21,7 @@ even when a tool's text holds a lone surrogate (then those characters are escape
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from req_managed_agents.errors import MalformedResponseError
 
@@ -70,6 +70,11 @@ _QUOTED_CHARS = 60
 
 Raw = Union[bytes, bytearray, str]
 
+# The scanner of a default decoder: ``scan(text, index)`` is ``(value, end)`` for the JSON
+# value starting exactly at ``index``; the C one where CPython has it, as for ``json.loads``.
+# (Set by JSONDecoder.__init__, which typeshed does not declare.)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
 
 def loads(data: Raw, *, cut_deep: bool = False) -> Any:
     """Parse JSON text (bytes in UTF-8, -16 or -32, or str); ``ValueError`` if it is not.
@@ -78,6 +83,18 @@ def loads(data: Raw, *, cut_deep: bool = False) -> Any:
     with ``cut_deep`` (for the events that carry a model's tool input), parses with every
     value deeper than :data:`MAX_DEPTH` levels replaced by :data:`TOO_DEEP`, so that one
     absurd tool input becomes that call's error instead of the loss of its event."""
+    if type(data) is str:
+        # The usual frame, a document with no whitespace around it, goes straight to the
+        # scanner ``json.loads`` ends in, skipping its three Python layers (a third of the
+        # time for an event). Anything else - whitespace, a BOM, an error - takes the full
+        # path below, which decides it exactly as before.
+        try:
+            value, end = _scan(data, 0)
+        except (StopIteration, ValueError, RecursionError):
+            pass
+        else:
+            if end == len(data):
+                return value
     try:
         return json.loads(data)
     except RecursionError:
@@ -224,10 +241,24 @@ def checked_id(value: Any, field: str = "id") -> str:
 # Page cursors, which go back out in a URL like an id.
 _CURSORS = frozenset({"next_page", "nextToken"})
 
+# What check_fields looks at in a field, by its name: an id, a type or status, or nothing.
+_PLAIN, _ID, _NAME = 0, 1, 2
+# The role of each field name met so far: services repeat a few dozen names, and a lookup
+# costs less than working the role out again. Bounded, since a peer picks the names.
+_ROLES: dict[str, int] = {}
+_ROLES_KEPT = 4096
+
 
 def _is_id_field(key: str) -> bool:
     """``id``, ``arn``, a page cursor, and names ending in ``_id``, ``Id`` or ``Arn``."""
     return key in ("id", "arn") or key in _CURSORS or key.endswith(("_id", "Id", "Arn"))
+
+
+def _role(key: str) -> int:
+    role = _ID if _is_id_field(key) else _NAME if key in ("type", "status") else _PLAIN
+    if len(_ROLES) < _ROLES_KEPT:
+        _ROLES[key] = role
+    return role
 
 
 def check_fields(value: Any, where: str = "", *, required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -239,26 +270,40 @@ def check_fields(value: Any, where: str = "", *, required: tuple[str, ...] = ())
     status is let through), or a ``required`` field missing.
 
     Only the object's own fields are looked at: what they hold is the reader's to check."""
-    prefix = f"{where}." if where else ""
     if not isinstance(value, dict):
         raise ValueError(f"{where or 'the answer'} is {describe(value)}, not a JSON object")
     for field in required:
         if field not in value:
             raise ValueError(f"{where or 'the answer'} has no {field}")
+    roles = _ROLES
     for key, item in value.items():
-        if _is_id_field(key):
-            if (item is None or item == "") and key not in required:
-                continue
-            checked_id(item, prefix + key)
-        elif key in ("type", "status"):
-            if item is None and key == "status":
-                continue
-            if not isinstance(item, str) or len(item) > MAX_NAME_CHARS:
-                raise ValueError(
-                    f"{prefix}{key} must be a string of at most {MAX_NAME_CHARS} characters, "
-                    f"not {describe(item)}"
-                )
+        role = roles.get(key)
+        if role is None:
+            role = _role(key)
+        if role == _PLAIN:
+            continue
+        # The usual field, a string that fits, passes on its first test.
+        if type(item) is str and 0 < len(item) <= (MAX_ID_CHARS if role == _ID else MAX_NAME_CHARS):
+            continue
+        _check_field(key, item, role, where, required)
     return value
+
+
+def _check_field(key: str, item: Any, role: int, where: str, required: tuple[str, ...]) -> None:
+    """The rest of :func:`check_fields`' rules for one id, type or status field."""
+    prefix = f"{where}." if where else ""
+    if role == _ID:
+        if (item is None or item == "") and key not in required:
+            return
+        checked_id(item, prefix + key)
+    else:
+        if item is None and key == "status":
+            return
+        if not isinstance(item, str) or len(item) > MAX_NAME_CHARS:
+            raise ValueError(
+                f"{prefix}{key} must be a string of at most {MAX_NAME_CHARS} characters, "
+                f"not {describe(item)}"
+            )
 
 
 def json_object(

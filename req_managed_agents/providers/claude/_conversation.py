@@ -288,7 +288,10 @@ class ClaudeConversation(FeedConversation):
     def _observe(self, event: Event, *, live: bool = True) -> None:
         """Remember what an event changes; ``live`` events also report their text."""
         kind = event.get("type")
-        if kind == CUSTOM_TOOL_USE:
+        if kind == "agent.message":  # the most frequent, and none of the kinds below
+            if live and self._previews is not None:
+                self._previews.finish(str(event.get("id", "")), text_of(event))
+        elif kind == CUSTOM_TOOL_USE:
             tool_use = tool_use_of(event)
             self._tool_uses.setdefault(tool_use.id, tool_use)
         elif asks_permission(event):
@@ -311,8 +314,6 @@ class ClaudeConversation(FeedConversation):
             self._outcome_pending = True  # a resumed session may be working toward one
         elif kind == OUTCOME_EVALUATION_END and event.get("result") in OUTCOME_SETTLED:
             self._outcome_pending = False
-        elif kind == "agent.message" and live and self._previews is not None:
-            self._previews.finish(str(event.get("id", "")), text_of(event))
 
     def _preview(self, event: Event) -> None:
         """Add an ``event_delta`` to its message's text; an ``event_start`` (again, after a

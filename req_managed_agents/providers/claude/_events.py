@@ -236,16 +236,18 @@ def _terminal(boundary: Event | None) -> tuple[Terminal, Any]:
 
 
 def text_of(event: Event) -> str:
+    """The text of an event's ``content``: its text blocks, joined."""
     content = event.get("content")
     if not isinstance(content, list):
         return ""
-    return "".join(
-        block["text"]
-        for block in content
-        if isinstance(block, Mapping)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    )
+    texts = []
+    for block in content:
+        # A parsed block is a dict: the exact test spares the abstract Mapping check.
+        if type(block) is dict or isinstance(block, Mapping):
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str):
+                texts.append(text)
+    return "".join(texts)
 
 
 def _usage(event: Event) -> Usage:

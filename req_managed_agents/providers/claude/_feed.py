@@ -156,17 +156,17 @@ class EventFeed(StreamFeed):
 
     def _deliver(self, event: Event) -> None:
         """Add ``event`` to the next batch unless already delivered."""
-        if event.get("type") in _PREVIEW_TYPES:
+        kind = event.get("type")
+        if kind in _PREVIEW_TYPES:
             self._batch.append(event)  # live only, without an id: nothing to dedupe or report
             return
         event_id = event.get("id")
         if not self._remember(event_id):
             return
-        telemetry.emit(
-            "stream.event", {}, {**self._metadata, "type": event.get("type"), "id": event_id}
-        )
+        if telemetry.enabled():  # the metadata is built for a subscriber only
+            telemetry.emit("stream.event", {}, {**self._metadata, "type": kind, "id": event_id})
         self._add(event)
-        if event.get("type") in _ENDING_TYPES:
+        if kind in _ENDING_TYPES:
             self._flush()
             raise SessionEnded
 

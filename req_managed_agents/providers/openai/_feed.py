@@ -167,11 +167,12 @@ class OpenAIFeed(StreamFeed):
         delivered already."""
         if not self._remember(event):
             return
-        telemetry.emit(
-            "stream.event",
-            {},
-            {**self._metadata, "type": event.get("type"), "id": event.get("event_id")},
-        )
+        if telemetry.enabled():  # the metadata is built for a subscriber only
+            telemetry.emit(
+                "stream.event",
+                {},
+                {**self._metadata, "type": event.get("type"), "id": event.get("event_id")},
+            )
         self._add(event)
 
     def _remember(self, event: Event) -> bool:
@@ -194,7 +195,8 @@ def _parse(sse: ServerSentEvent) -> Event | None:
     missing. A ``type: "error"`` event is the session's news, not the stream's failure: it
     is delivered like any other.
     """
-    if sse.event in _HEARTBEAT_TYPES or not sse.data.strip() or sse.data.strip() == "[DONE]":
+    stripped = sse.data.strip()
+    if sse.event in _HEARTBEAT_TYPES or not stripped or stripped == "[DONE]":
         return None
     try:
         data = check_fields(loads(sse.data, cut_deep=True), "the event")
