@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import logging
 import re
-import socket
 import threading
 from collections.abc import Mapping
 from contextlib import suppress
@@ -67,6 +66,7 @@ class HttpTransport:
         self._http = requests.Session()
         self._lock = threading.Lock()
         self._streams: dict[int, requests.Response] = {}
+        self._abandoned: set[int] = set()
         self._closed = False
         self.session_id: str | None = None
         #: The handshake era's negotiated version, sent as ``MCP-Protocol-Version``.
@@ -109,6 +109,8 @@ class HttpTransport:
                 self.send(notice)
         with self._lock:
             stream = self._streams.pop(request_id, None)
+            if stream is None:  # its answer has not begun: closed as soon as it does
+                self._abandoned.add(request_id)
         if stream is not None:
             _shut(stream)
 
@@ -162,9 +164,15 @@ class HttpTransport:
             self._connection.fail_one(request_id, f"POST failed: {error}")
             return
         with self._lock:
-            self._streams[request_id] = response
+            abandoned = request_id in self._abandoned
+            self._abandoned.discard(request_id)
+            if not abandoned:
+                self._streams[request_id] = response
+        if abandoned:
+            response.close()
+            return
         try:
-            self._read_answer(request_id, response)
+            self._read_answer(request_id, response, opens=message.get("method") == "initialize")
         except (requests.RequestException, OSError, ValueError) as error:
             self._connection.fail_one(request_id, f"the answer broke off: {error}")
         finally:
@@ -173,11 +181,11 @@ class HttpTransport:
             response.close()
         self._connection.fail_one(request_id, f"{server!r} ended the answer without one")
 
-    def _read_answer(self, request_id: int, response: requests.Response) -> None:
-        session_id = response.headers.get("Mcp-Session-Id")
-        if session_id and len(session_id) <= 1024:
-            self.session_id = session_id
+    def _read_answer(self, request_id: int, response: requests.Response, *, opens: bool) -> None:
         status = response.status_code
+        session_id = response.headers.get("Mcp-Session-Id")
+        if opens and status < 400 and session_id and len(session_id) <= 1024:
+            self.session_id = session_id
         if (
             status == 404
             and self.session_id is not None
@@ -200,7 +208,10 @@ class HttpTransport:
             answer = loads(body) if body else None
         except ValueError:
             answer = None
-        if isinstance(answer, dict) and ("result" in answer or "error" in answer):
+        if isinstance(answer, dict) and isinstance(answer.get("error"), dict) and status >= 400:
+            # a refusal at the HTTP layer may carry no id (or a placeholder): it is ours
+            self._deliver({**answer, "id": request_id}, request_id)
+        elif isinstance(answer, dict) and ("result" in answer or "error" in answer):
             self._deliver(answer, request_id)
         elif status >= 400:
             text = body[:200].decode("utf-8", "replace").strip()
@@ -219,12 +230,13 @@ class HttpTransport:
 
 
 def _shut(response: requests.Response) -> None:
-    """Close a response another thread may be reading: shut its socket down first, since
-    closing a file does not wake a thread blocked reading it."""
-    connection = getattr(response.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if isinstance(sock, socket.socket):
-        with suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+    """Close a response another thread may be reading. Closing alone does not wake a thread
+    blocked in a read: urllib3 (2.3 and later) shuts the socket down first, the reader
+    wakes, and its own close then ends the connection - which the server sees."""
+    shutdown = getattr(response.raw, "shutdown", None)
+    if callable(shutdown):
+        with suppress(Exception):
+            shutdown()
+            return
     with suppress(Exception):
         response.close()

@@ -1,6 +1,8 @@
 """An MCP server written with the ``mcp`` package (Python >= 3.10), run by the tests over
 stdio (``python python_server.py``) or streamable HTTP (``python python_server.py http PORT``).
-It speaks both protocol eras: the client's first request decides which."""
+It speaks both protocol eras (the client's first request decides which); with
+``--handshake-only`` it answers ``server/discover`` as the servers of the handshake era do
+(method not found), so a client must fall back to ``initialize``."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ import base64
 import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import anyio
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -62,6 +67,7 @@ async def count(steps: int, ctx: Context) -> str:
 async def wait(marker: str, ctx: Context) -> str:
     path = Path(marker)
     path.write_text("started")
+    await ctx.report_progress(0, None, "waiting")
     try:
         await anyio.sleep(120)
     except anyio.get_cancelled_exc_class():
@@ -85,12 +91,15 @@ async def grow(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+def ask_name() -> Elicit[Answer]:
+    return Elicit("What is your name?", Answer)
+
+
 @server.tool(description="Ask the person for their name.")
-async def greet(ctx: Context) -> str:
-    result = await ctx.elicit("What is your name?", Answer)
-    if result.action == "accept" and result.data is not None:
-        return f"hello {result.data.name}"
-    return f"no name ({result.action})"
+async def greet(answer: Annotated[ElicitationResult[Answer], Resolve(ask_name)]) -> str:
+    if answer.action == "accept":
+        return f"hello {answer.data.name}"
+    return f"no name ({answer.action})"
 
 
 @server.tool(description="Log to stderr, then answer.")
@@ -100,6 +109,15 @@ def shout(text: str) -> str:
 
 
 if __name__ == "__main__":
+    if "--handshake-only" in sys.argv:
+        sys.argv.remove("--handshake-only")
+        import mcp.server.runner
+        import mcp.server.streamable_http_manager as http_manager
+
+        # No request opens the stateless era: each connection (stdio) or request (HTTP) is
+        # served as the servers of the handshake era serve it.
+        mcp.server.runner._has_modern_envelope = lambda params: False
+        http_manager.HANDSHAKE_PROTOCOL_VERSIONS = (*http_manager.HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28")
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
