@@ -170,6 +170,9 @@ class StdioTransport:
         except Exception:
             self._log.exception("reading MCP server %r failed", self._name)
         _stop(child)
+        for pipe in (child.stdout, child.stderr):
+            if pipe is not None:
+                pipe.close()
         if self._closing.is_set():
             reason = "the server was closed"
         else:
