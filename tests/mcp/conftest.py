@@ -62,6 +62,8 @@ def http_servers() -> Iterator[dict[str, str]]:
                 )
             )
             urls[era] = f"http://127.0.0.1:{port}/mcp"
+        for era, url in urls.items():
+            port = int(url.split(":")[2].split("/")[0])
 
             def listening(port: int = port) -> bool:
                 try:

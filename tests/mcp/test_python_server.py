@@ -14,7 +14,12 @@ import pytest
 from req_managed_agents.mcp import McpProgress, McpServer, McpServerError
 from tests.mcp.conftest import eventually, python_server
 
-VARIANTS = [("stdio", "stateless"), ("stdio", "handshake"), ("http", "stateless"), ("http", "handshake")]
+VARIANTS = [
+    ("stdio", "stateless"),
+    ("stdio", "handshake"),
+    ("http", "stateless"),
+    ("http", "handshake"),
+]
 ERA_VERSION = {"stateless": "2026-07-28", "handshake": "2025-11-25"}
 
 
@@ -24,12 +29,13 @@ def _accept_name(params: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=lambda v: "-".join(v))
-def server(request: pytest.FixtureRequest, http_servers: dict[str, str]) -> Iterator[McpServer]:
+def server(request: pytest.FixtureRequest) -> Iterator[McpServer]:
     transport, era = request.param
     if transport == "stdio":
         opened = python_server(era, on_elicitation=_accept_name)
     else:
-        opened = McpServer.http(http_servers[era], name=f"http-{era}", on_elicitation=_accept_name)
+        url = request.getfixturevalue("http_servers")[era]
+        opened = McpServer.http(url, name=f"http-{era}", on_elicitation=_accept_name)
     with opened:
         opened.start()
         assert opened.protocol_version == ERA_VERSION[era]
@@ -95,7 +101,9 @@ def test_cancelling_a_call_tells_the_server_and_raises(server: McpServer, tmp_pa
 
     threading.Thread(target=cancel_once_started, daemon=True).start()
     with pytest.raises(McpServerError, match="cancelled by the caller"):
-        server.call_tool("wait", {"marker": str(marker)}, cancelled=cancelled, on_progress=on_progress)
+        server.call_tool(
+            "wait", {"marker": str(marker)}, cancelled=cancelled, on_progress=on_progress
+        )
 
     assert eventually(lambda: marker.exists() and marker.read_text() == "cancelled")
     assert server.call_tool("echo", {"text": "still here"}).text == "still here"
@@ -124,14 +132,22 @@ def test_a_call_past_its_timeout_raises_with_the_timeout_code(
     server: McpServer, tmp_path: Path
 ) -> None:
     with pytest.raises(McpServerError) as late:
-        server.call_tool("wait", {"marker": str(tmp_path / "m")}, timeout=0.5)
+        # (with a progress callback, so that over HTTP the answer's stream has begun and
+        # giving up closes it at once)
+        server.call_tool(
+            "wait", {"marker": str(tmp_path / "m")}, timeout=0.5, on_progress=lambda p: None
+        )
     assert late.value.code == -32001
 
 
 def test_without_on_elicitation_no_one_is_asked() -> None:
     # The client does not offer elicitation, so the server refuses to ask (it needs it).
-    with python_server("handshake") as server, pytest.raises(McpServerError, match="elicitation"):
+    with (
+        python_server("stateless") as server,
+        pytest.raises(McpServerError, match="elicitation") as refused,
+    ):
         server.call_tool("greet")
+    assert refused.value.code == -32021  # MISSING_REQUIRED_CLIENT_CAPABILITY (mcp_types.jsonrpc)
 
 
 @pytest.mark.parametrize("era", ["handshake"])

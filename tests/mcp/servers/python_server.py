@@ -117,7 +117,10 @@ if __name__ == "__main__":
         # No request opens the stateless era: each connection (stdio) or request (HTTP) is
         # served as the servers of the handshake era serve it.
         mcp.server.runner._has_modern_envelope = lambda params: False
-        http_manager.HANDSHAKE_PROTOCOL_VERSIONS = (*http_manager.HANDSHAKE_PROTOCOL_VERSIONS, "2026-07-28")
+        http_manager.HANDSHAKE_PROTOCOL_VERSIONS = (
+            *http_manager.HANDSHAKE_PROTOCOL_VERSIONS,
+            "2026-07-28",
+        )
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
