@@ -46,7 +46,7 @@ def test_a_server_killed_mid_call_raises_connection_lost_and_the_next_call_resta
         def call() -> None:
             try:
                 server.call_tool("wait", {"marker": str(marker)})
-            except BaseException as error:  # noqa: BLE001 - the test inspects it
+            except BaseException as error:
                 outcome.append(error)
 
         caller = threading.Thread(target=call)

@@ -32,7 +32,8 @@ def test_images_structured_content_and_annotations_arrive(everything: McpServer)
     assert tools["echo"].annotations["readOnlyHint"] is True
 
     (image,) = everything.call_tool("get-tiny-image").content[1:2]
-    assert image["type"] == "image" and image["mimeType"] == "image/png"
+    assert image["type"] == "image"
+    assert image["mimeType"] == "image/png"
     assert image["data"]
 
     weather = everything.call_tool("get-structured-content", {"location": "New York"})
