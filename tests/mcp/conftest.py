@@ -19,7 +19,8 @@ from req_managed_agents.mcp import McpServer
 HERE = Path(__file__).parent
 PYTHON_SERVER = str(HERE / "servers" / "python_server.py")
 ROOT = HERE.parent.parent
-NPM_SERVERS = Path(os.environ.get("RMA_MCP_SERVERS", ROOT / ".venv" / "mcp-servers"))
+# Where scripts/test installs the npm servers: into the venv it uses.
+NPM_SERVERS = ROOT / os.environ.get("RMA_VENV", ".venv") / "mcp-servers"
 ERAS = {"stateless": [], "handshake": ["--handshake-only"]}
 
 

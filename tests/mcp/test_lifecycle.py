@@ -103,7 +103,7 @@ PARENT = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from req_managed_agents.mcp import McpServer
 
-    server = McpServer(sys.executable, [{server!r}])
+    server = McpServer(sys.executable, [{server!r}, "--linger"])
     # Started from a thread that then ends: the child must outlive that thread.
     starter = threading.Thread(target=server.start)
     starter.start()
@@ -115,6 +115,9 @@ PARENT = textwrap.dedent(
 
 
 def test_no_child_survives_its_parent_killed_with_sigkill(tmp_path: Path) -> None:
+    # The server lingers after its stdin closes, so only PR_SET_PDEATHSIG can end it; and
+    # it was started from a thread that ended long before (the signal follows the thread
+    # that forked the child, which is why the reader thread starts it).
     pytest.importorskip("mcp")
     if not sys.platform.startswith("linux"):
         pytest.skip("the child dies with its parent through PR_SET_PDEATHSIG on Linux only")

@@ -2,7 +2,8 @@
 stdio (``python python_server.py``) or streamable HTTP (``python python_server.py http PORT``).
 It speaks both protocol eras (the client's first request decides which); with
 ``--handshake-only`` it answers ``server/discover`` as the servers of the handshake era do
-(method not found), so a client must fall back to ``initialize``."""
+(method not found), so a client must fall back to ``initialize``; with ``--linger`` it
+stays alive after its input ends, so only a signal ends it."""
 
 from __future__ import annotations
 
@@ -121,7 +122,14 @@ if __name__ == "__main__":
             *http_manager.HANDSHAKE_PROTOCOL_VERSIONS,
             "2026-07-28",
         )
+    linger = "--linger" in sys.argv  # like a server busy elsewhere: its input's end is not its own
+    if linger:
+        sys.argv.remove("--linger")
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()
+    if linger:
+        import time
+
+        time.sleep(600)
