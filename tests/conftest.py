@@ -4,6 +4,7 @@ never a system one, and stopped at the end."""
 
 from __future__ import annotations
 
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,24 @@ from pathlib import Path
 import pytest
 
 from tests.support.redis import RedisServer, redis_binary
+
+
+def _signal_state() -> tuple[object, ...]:
+    return (
+        signal.getsignal(signal.SIGINT),
+        signal.getsignal(signal.SIGTERM),
+        signal.pthread_sigmask(signal.SIG_BLOCK, []),
+    )
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found() -> Iterator[None]:
+    """Every test leaves Ctrl-C and SIGTERM as it found them: a handler or a blocked signal
+    left behind breaks every later test of that process that presses Ctrl-C, and the
+    children it starts inherit a blocked one."""
+    before = _signal_state()
+    yield
+    assert _signal_state() == before, "the test left the process's signal handling changed"
 
 
 @pytest.fixture(scope="session")

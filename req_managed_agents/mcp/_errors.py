@@ -5,8 +5,8 @@ them, and the root's error tree names them."""
 
 from __future__ import annotations
 
+from req_managed_agents._redact import redact
 from req_managed_agents.errors import ManagedAgentsError
-from req_managed_agents.transport._redact import redact
 
 __all__ = ["McpConnectionLost", "McpServerError"]
 
