@@ -89,7 +89,9 @@ async def wait(marker: str, ctx: Context) -> str:
 def media() -> list[AudioContent | ResourceLink | EmbeddedResource | TextContent]:
     return [
         TextContent(type="text", text="four blocks follow"),
-        AudioContent(type="audio", data=base64.b64encode(b"RIFF0000").decode(), mimeType="audio/wav"),
+        AudioContent(
+            type="audio", data=base64.b64encode(b"RIFF0000").decode(), mimeType="audio/wav"
+        ),
         ResourceLink(
             type="resource_link", uri="file:///notes.md", name="notes", mimeType="text/markdown"
         ),
