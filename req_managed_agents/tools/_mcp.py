@@ -173,13 +173,14 @@ class McpSource:
 def result_of(tool_use_id: str, answer: McpToolResult) -> ToolResult:
     """A ``tools/call`` result as a :class:`ToolResult`: text, images and text or PDF
     resources as content blocks, every other kind as a line saying what it was; and
-    ``structuredContent`` as JSON text when no text came with it (the spec asks a server
-    to send its serialization as text too, so text present is taken to say it)."""
+    ``structuredContent`` as JSON text only when there is no content (the spec asks a
+    server to send it as content too, and servers repeat their content in it - base64
+    images included - so content present is taken to say it)."""
     blocks: list[ContentBlock] = []
     for block in answer.content:
         blocks.extend(_blocks(block))
     structured = answer.structured_content
-    if structured is not None and not any(isinstance(b, str) and b for b in blocks):
+    if structured is not None and not blocks:
         blocks.append(json.dumps(structured, ensure_ascii=False))
     if all(isinstance(block, str) for block in blocks):
         text = "\n".join(block for block in blocks if isinstance(block, str))

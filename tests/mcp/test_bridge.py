@@ -173,6 +173,8 @@ def test_results_become_the_librarys_content_blocks(server: McpServer) -> None:
     forecast = _result(tools, "forecast", {"city": "Oslo"})
     assert json.loads(forecast.content) == {"city": "Oslo", "celsius": 21.5}
 
+    assert json.loads(_result(tools, "totals", {}).content) == {"count": 3}
+
     failed = _result(tools, "fail", {"reason": "no way"})
     assert failed.is_error
     assert failed.content == "Error executing tool fail"

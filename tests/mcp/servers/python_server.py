@@ -20,6 +20,7 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import (
     AudioContent,
     BlobResourceContents,
+    CallToolResult,
     EmbeddedResource,
     ResourceLink,
     TextContent,
@@ -58,6 +59,11 @@ def pixel() -> Image:
 @server.tool(description="The weather, as structured content.")
 def forecast(city: str) -> Forecast:
     return Forecast(city=city, celsius=21.5)
+
+
+@server.tool(description="Structured content only, no content blocks.")
+def totals() -> CallToolResult:
+    return CallToolResult(content=[], structuredContent={"count": 3})
 
 
 @server.tool(description="Always fails.", annotations=ToolAnnotations(destructiveHint=True))
