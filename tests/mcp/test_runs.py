@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from req_managed_agents import McpServer, Session, Tools, run_to_completion
+from req_managed_agents import McpServer, Session, ToolLedger, Tools, run_to_completion
 from req_managed_agents.errors import UnfinishedToolCallError
 from req_managed_agents.model import Image
 from req_managed_agents.providers.agentcore import new_runtime_session_id
@@ -231,12 +232,25 @@ def test_on_unfinished_rerun_runs_the_killed_call_again_on_a_new_server(tmp_path
 
 def test_on_unfinished_raise_stops_the_run_and_runs_nothing_again(tmp_path: Path) -> None:
     tally = tmp_path / "tally"
-    result, pids, raised = _tally_run(BY_NAME["openai"], tally, on_unfinished="raise")
+    ledger = ToolLedger()
+    result, pids, raised = _tally_run(
+        BY_NAME["openai"], tally, on_unfinished="raise", ledger=ledger
+    )
 
     assert result is None
     assert isinstance(raised, UnfinishedToolCallError)
     assert raised.tool_use.name == "tally"
     assert len(pids) == 1
+    # The ledger holds the call as unfinished, its claim let go: a resume decides again.
+    assert raised.session_id is not None
+    entry = ledger.entry(raised.session_id, raised.tool_use.id)
+    assert entry is not None
+    assert not entry.finished
+    seen = ledger.await_finish(
+        raised.session_id, entry, stop=threading.Event(), deadline=time.monotonic() + 5
+    )
+    assert seen is not None
+    assert not seen.live
 
 
 def _alive(pid: int) -> bool:
