@@ -63,6 +63,7 @@ _LAZY: dict[str, str] = {
         ("Session", "ToolLedger", "run_batch", "run_to_completion"), "req_managed_agents.drivers"
     ),
     **dict.fromkeys(("FileStore", "MemoryStore"), "req_managed_agents.stores"),
+    "McpServer": "req_managed_agents.mcp",
 }
 
 # Names the root used to export, by their home now: still found here for one release,
@@ -106,6 +107,7 @@ __all__ = [
     "FileStore",
     "HookEvent",
     "ManagedAgentsError",
+    "McpServer",
     "MemoryStore",
     "MessageDone",
     "OpenAIAgents",

@@ -33,6 +33,7 @@ PUBLIC_PACKAGES = [
     "errors",
     "model",
     "tools",
+    "mcp",
     "drivers",
     "providers",
     "stores",

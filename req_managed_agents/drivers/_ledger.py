@@ -65,6 +65,8 @@ RUNNING_ELSEWHERE = (
 # How often a claim or a binding is tried again when its record vanished (expired, forgotten)
 # between a failed create and the read of what holds it.
 _CLAIM_ATTEMPTS = 3
+# What makes a record a held lease (``_leases.leased``): without them it counts as lapsed.
+_LEASE_FIELDS = ("lease", "renewed_at", "process")
 _log = get_logger(__name__)
 
 
@@ -148,6 +150,16 @@ class ToolLedger:
     def release(self, session_id: str, tool_use_id: str) -> None:
         """Drop this caller's claim of a call that never started."""
         self._leases.release(self._key(session_id, tool_use_id), delete=True)
+
+    def leave(self, session_id: str, tool_use_id: str) -> None:
+        """Let go of this caller's claim without a result: the call ran and whether it
+        acted is unknown, so its entry stays unfinished - lapsed at once, as its owner is
+        done with it - for the ``on_unfinished`` policy of whoever resumes the session."""
+        key = self._key(session_id, tool_use_id)
+        held = self._leases.held(key)
+        if held is not None:
+            unleased = {k: v for k, v in held.items() if k not in _LEASE_FIELDS}
+            self._leases.change(key, unleased, keep=False)
 
     def finish(
         self,

@@ -361,6 +361,7 @@ class TurnLoop:
                 on_start=lambda use: run.emit(ToolCallStarted(use)),
                 on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
                 guard=_LedgerGuard(ledger, session_id, takeovers),
+                on_unknown=policy,
             )
             answers.update((use.id, result) for use, result in zip(new, results))
             run.tool_uses.extend(new)
@@ -397,6 +398,9 @@ class _LedgerGuard:
 
     def release(self, tool_use: ToolUse) -> None:
         self.ledger.release(self.session_id, tool_use.id)
+
+    def leave(self, tool_use: ToolUse) -> None:
+        self.ledger.leave(self.session_id, tool_use.id)
 
     def end(self, tool_use: ToolUse, result: ToolResult) -> None:
         self.ledger.finish(self.session_id, tool_use.id, result)

@@ -11,6 +11,12 @@ A :class:`CallGuard` (the tool ledger) is asked on the call's own thread, right 
 handler runs, whether it may run - so a call that never starts is never claimed - and told
 its result there as soon as the handler returns, even when the run has stopped waiting: a
 call that finished after a stop keeps its real result for whoever resumes the session.
+
+A handler that raises :class:`~req_managed_agents.tools.ToolOutcomeUnknown` (an MCP server
+died mid-call) leaves its call's outcome unknown, as a crash would: the run's
+``on_unfinished`` policy answers it - an error result saying it may have acted
+(``"error"``), one more run (``"rerun"``), or the claim left unfinished in the ledger and
+:class:`~req_managed_agents.errors.UnfinishedToolCallError` raised (``"raise"``).
 """
 
 from __future__ import annotations
@@ -23,15 +29,27 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
 
 from req_managed_agents import telemetry
-from req_managed_agents._redact import get_logger
+from req_managed_agents._redact import get_logger, redact
+from req_managed_agents.drivers._ledger import UnfinishedPolicy
+from req_managed_agents.errors import UnfinishedToolCallError
 from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUse
-from req_managed_agents.tools._handler import Handler, ToolContext, call_tool, describe_exception
+from req_managed_agents.tools._handler import (
+    Handler,
+    ToolContext,
+    ToolOutcomeUnknown,
+    call_tool,
+    describe_exception,
+)
 
 __all__ = ["CallGuard", "ToolRunCancelled", "call_bounded", "run_tools", "wait_at_most"]
 
 # How often the dispatcher re-checks deadlines and cancellation while it waits.
 _POLL_INTERVAL = 0.05
 _NOT_STARTED = "the run stopped before this tool call started; it was not run"
+OUTCOME_UNKNOWN = (
+    "this tool call was interrupted ({reason}) and was not run again, because it may "
+    "already have had its effect; check before calling it again"
+)
 _log = get_logger(__name__)
 T = TypeVar("T")
 
@@ -57,6 +75,10 @@ class CallGuard(Protocol):
         """Record what the handler answered."""
         ...
 
+    def leave(self, tool_use: ToolUse) -> None:
+        """Give up a claim whose call ran without a known outcome: it stays unfinished."""
+        ...
+
 
 @dataclass
 class _Call:
@@ -66,6 +88,7 @@ class _Call:
     result: ToolResult | None = None
     holds_slot: bool = False
     reported: bool = False
+    failure: BaseException | None = None  # ends the whole run once the call settles
 
 
 class _Turn:
@@ -79,8 +102,11 @@ class _Turn:
         max_concurrency: int,
         telemetry_metadata: Mapping[str, Any],
         guard: CallGuard | None,
+        on_unknown: UnfinishedPolicy,
     ) -> None:
         self.handler = handler
+        self.info = info
+        self.on_unknown = on_unknown
         self.calls = [_Call(tool_use, ToolContext(tool_use.id, info)) for tool_use in tool_uses]
         self.waiting = list(self.calls)
         self.free_slots = max_concurrency
@@ -165,7 +191,11 @@ class _Turn:
             if call.context.cancelled.is_set():
                 guard.release(use)
                 return ToolResult(use.id, _NOT_STARTED, is_error=True)
-        result = self._run(call)
+        result = self._run_settled(call)
+        if call.failure is not None:
+            if guard is not None:
+                guard.leave(use)
+            return result
         if guard is not None:
             try:
                 guard.end(use, result)
@@ -173,7 +203,26 @@ class _Turn:
                 _log.error("could not record the result of tool call %s: %s", use.id, exc)
         return result
 
-    def _run(self, call: _Call) -> ToolResult:
+    def _run_settled(self, call: _Call) -> ToolResult:
+        """The call's result, its unknown outcome (if the handler raised so) answered by
+        the ``on_unfinished`` policy; under ``"raise"``, ``call.failure`` is set instead."""
+        result, unknown = self._run(call)
+        use = call.tool_use
+        if (
+            unknown is not None
+            and self.on_unknown == "rerun"
+            and not call.context.cancelled.is_set()
+        ):
+            _log.warning("tool call %s (%s) is run again: %s", use.id, use.name, unknown)
+            result, unknown = self._run(call)
+        if unknown is None:
+            return result
+        if self.on_unknown == "raise":
+            call.failure = UnfinishedToolCallError(use, session_id=self.info.session_id)
+        message = OUTCOME_UNKNOWN.format(reason=redact(str(unknown)))
+        return ToolResult(use.id, message, is_error=True)
+
+    def _run(self, call: _Call) -> tuple[ToolResult, ToolOutcomeUnknown | None]:
         meta = {**self.telemetry_metadata, "tool": call.tool_use.name}
         meta["tool_use_id"] = call.tool_use.id
         telemetry.emit("tool.start", {"system_time": time.time()}, meta)
@@ -193,7 +242,7 @@ class _Turn:
             duration["duration"],
             " with an error" if result.is_error else "",
         )
-        return result
+        return result, raised if isinstance(raised, ToolOutcomeUnknown) else None
 
 
 def run_tools(
@@ -208,6 +257,7 @@ def run_tools(
     on_start: Callable[[ToolUse], None] | None = None,
     on_finish: Callable[[ToolUse, ToolResult], None] | None = None,
     guard: CallGuard | None = None,
+    on_unknown: UnfinishedPolicy = "error",
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
 
@@ -216,11 +266,12 @@ def run_tools(
     ``ToolContext.cancelled`` set - as they do if anything else ends the wait early (a
     failing ``on_start`` or ``on_finish``). ``on_start`` and ``on_finish`` hear of each call
     as it starts and as its result is in (a timed-out call finishes with its timeout
-    error), on the calling thread, in the order they happened.
+    error), on the calling thread, in the order they happened. ``on_unknown`` answers a
+    call whose handler raised :class:`ToolOutcomeUnknown` (see the module's docstring).
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
-    turn = _Turn(handler, tool_uses, info, max_concurrency, telemetry_metadata, guard)
+    turn = _Turn(handler, tool_uses, info, max_concurrency, telemetry_metadata, guard, on_unknown)
     with turn.condition:
         try:
             while True:
@@ -229,6 +280,9 @@ def run_tools(
                 if tool_timeout is not None:
                     turn.expire(tool_timeout)
                 results = [call.result for call in turn.calls]
+                for call in turn.calls:
+                    if call.failure is not None and call.result is not None:
+                        raise call.failure
                 for call in turn.newly_settled():
                     if on_finish is not None and call.result is not None:
                         on_finish(call.tool_use, call.result)

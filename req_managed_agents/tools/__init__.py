@@ -7,6 +7,7 @@ from req_managed_agents.tools._handler import (
     EventHandler,
     Handler,
     ToolContext,
+    ToolOutcomeUnknown,
 )
 from req_managed_agents.tools._registry import Tool, Tools
 
@@ -17,5 +18,6 @@ __all__ = [
     "Handler",
     "Tool",
     "ToolContext",
+    "ToolOutcomeUnknown",
     "Tools",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
 from req_managed_agents._redact import redact
+from req_managed_agents.errors import ManagedAgentsError
 from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Decision,
@@ -33,6 +34,7 @@ __all__ = [
     "EventHandler",
     "Handler",
     "ToolContext",
+    "ToolOutcomeUnknown",
     "ToolOutput",
     "call_tool",
     "content_blocks",
@@ -53,6 +55,14 @@ class ToolContext:
     tool_use_id: str
     session: SessionInfo
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+
+
+class ToolOutcomeUnknown(ManagedAgentsError):
+    """Raised by a tool whose call ended without saying whether it acted - the MCP server
+    running it died mid-call, say. The run answers it as it answers a call that a crashed
+    process left unfinished: by its ``on_unfinished`` policy (an error result saying the
+    call may have had its effect, one more run, or :class:`~req_managed_agents.errors.
+    UnfinishedToolCallError`), never by running it again unasked."""
 
 
 ToolOutput = Union[str, ToolResult, Image, Document, Sequence[ContentBlock]]

@@ -11,6 +11,7 @@
 
 ``tools.schemas()`` is what the provider sees; the registry itself is a
 :class:`~req_managed_agents.tools.Handler` that a session calls back when the agent uses a tool.
+``tools.include(server)`` adds an MCP server's tools beside the functions (``_mcp``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,18 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._show import Shown
 from req_managed_agents.model._vocabulary import ToolResult
 from req_managed_agents.tools._handler import ToolContext, ToolOutput, content_blocks
+from req_managed_agents.tools._mcp import McpBinding, McpSource
 from req_managed_agents.tools._schema import FunctionSchema, function_schema
 from req_managed_agents.tools._validation import validate
+
+if TYPE_CHECKING:
+    from req_managed_agents.mcp import McpServer
 
 __all__ = ["Tool", "Tools"]
 
@@ -73,10 +79,13 @@ class Tools(Shown):
     of 'dry-run', 'apply', got 'apply; really'``; the function is not called. Valid arguments
     arrive as the hinted Python values (dataclasses, Enums, tuples, sets). ``bool`` is not an
     ``int``, and ``3.0`` is not an ``int`` either: a float cannot carry every integer exactly.
+
+    :meth:`include` adds an MCP server's tools, declared and checked the same way.
     """
 
     def __init__(self, functions: Iterable[Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources: list[McpSource] = []
         self._lock = threading.Lock()
         for function in functions:
             self.add(function)
@@ -105,6 +114,30 @@ class Tools(Shown):
             self._tools[tool_name] = tool
         return tool
 
+    def include(
+        self,
+        server: McpServer,
+        *,
+        prefix: str | None = None,
+        allow: Iterable[str] | None = None,
+    ) -> None:
+        """Offer the agent the tools of an MCP server (``allow``: only the tools it names,
+        by the server's names), each declared as ``prefix`` plus its name.
+
+        The server is not started here: its tools are listed when :meth:`schemas` is first
+        read or a call needs them. Each keeps the server's input schema (the agent's
+        arguments are checked against it before the call, as for functions) and gets a
+        name every runtime accepts (``[A-Za-z0-9_-]{1,64}``: other characters become
+        ``_``, a longer name is cut and ends with a hash); the call goes to the server's
+        own name. A declared name that another tool already has - a function, or another
+        server's tool - raises :class:`~req_managed_agents.errors.ConfigurationError`
+        before anything is sent: include one of them with a ``prefix``. The server stays
+        the caller's to close (``with McpServer(...) as server:``).
+        """
+        source = McpSource(server, prefix or "", allow)
+        with self._lock:
+            self._sources.append(source)
+
     @overload
     def tool(self, function: F) -> F: ...
 
@@ -129,10 +162,36 @@ class Tools(Shown):
         return register(function) if function is not None else register
 
     def schemas(self) -> list[dict[str, Any]]:
-        """Every tool's ``{"name", "description", "input_schema"}``, in registration order."""
-        return [tool.declaration() for tool in self]
+        """Every tool's ``{"name", "description", "input_schema"}``: the functions in
+        registration order, then each included MCP server's tools (starting the servers)."""
+        served = [binding.declaration() for binding in self._served().values()]
+        return [*(tool.declaration() for tool in self), *served]
+
+    def _served(self) -> dict[str, McpBinding]:
+        """The included servers' tools by declared name; a name taken twice raises."""
+        with self._lock:
+            sources, functions = list(self._sources), set(self._tools)
+        served: dict[str, McpBinding] = {}
+        for source in sources:
+            for name, binding in source.bindings().items():
+                other = served.get(name)
+                if name in functions or other is not None:
+                    taken = (
+                        "a function"
+                        if other is None
+                        else f"another MCP server's tool ({other.source.server.name!r})"
+                    )
+                    raise ConfigurationError(
+                        f"the tool {binding.tool.name!r} of the MCP server "
+                        f"{source.server.name!r} is declared as {name!r}, which {taken} "
+                        "already has; include the server with a prefix= (or leave the tool "
+                        "out with allow=)"
+                    )
+                served[name] = binding
+        return served
 
     def __iter__(self) -> Iterator[Tool]:
+        """The registered functions (an included server's tools are in :meth:`schemas`)."""
         with self._lock:
             return iter(list(self._tools.values()))
 
@@ -140,7 +199,9 @@ class Tools(Shown):
         return len(self._tools)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        if name in self._tools:
+            return True
+        return bool(self._sources) and name in self._served()
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
@@ -159,7 +220,11 @@ class Tools(Shown):
         """
         tool = self._tools.get(name)
         if tool is None:
-            known = ", ".join(sorted(self._tools)) or "none"
+            served = self._served() if self._sources else {}
+            binding = served.get(name)
+            if binding is not None:
+                return self._call_served(binding, input, context)
+            known = ", ".join(sorted([*self._tools, *served])) or "none"
             return ToolResult(
                 context.tool_use_id, f"unknown tool {name!r} (available: {known})", is_error=True
             )
@@ -174,6 +239,18 @@ class Tools(Shown):
         if tool.schema.context_parameter:
             arguments[tool.schema.context_parameter] = context
         return _as_text(tool.function(**arguments))
+
+    def _call_served(
+        self, binding: McpBinding, input: Mapping[str, Any], context: ToolContext
+    ) -> ToolOutput:
+        problems = validate(input, binding.tool.input_schema)
+        if problems:
+            return ToolResult(
+                context.tool_use_id,
+                f"invalid arguments for tool {binding.name!r}: {'; '.join(problems)}",
+                is_error=True,
+            )
+        return binding.source.call(binding, input, context)
 
 
 def _as_text(output: Any) -> ToolOutput:

@@ -17,7 +17,16 @@ import anyio
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp_types import ToolAnnotations
+from mcp_types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 from pydantic import BaseModel
 
 # A 1x1 transparent PNG.
@@ -52,6 +61,11 @@ def forecast(city: str) -> Forecast:
     return Forecast(city=city, celsius=21.5)
 
 
+@server.tool(description="Structured content only, no content blocks.")
+def totals() -> CallToolResult:
+    return CallToolResult(content=[], structuredContent={"count": 3})
+
+
 @server.tool(description="Always fails.", annotations=ToolAnnotations(destructiveHint=True))
 def fail(reason: str) -> str:
     raise ValueError(reason)
@@ -75,6 +89,41 @@ async def wait(marker: str, ctx: Context) -> str:
         path.write_text("cancelled")
         raise
     return "waited"
+
+
+@server.tool(description="Every other kind of content: audio, a link, embedded resources.")
+def media() -> list[AudioContent | ResourceLink | EmbeddedResource | TextContent]:
+    return [
+        TextContent(type="text", text="four blocks follow"),
+        AudioContent(
+            type="audio", data=base64.b64encode(b"RIFF0000").decode(), mimeType="audio/wav"
+        ),
+        ResourceLink(
+            type="resource_link", uri="file:///notes.md", name="notes", mimeType="text/markdown"
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri="file:///a.txt", mimeType="text/plain", text="A"),
+        ),
+        EmbeddedResource(
+            type="resource",
+            resource=BlobResourceContents(
+                uri="file:///pixel.png", mimeType="image/png", blob=base64.b64encode(PIXEL).decode()
+            ),
+        ),
+    ]
+
+
+@server.tool(
+    description="Append this server's pid to the file `path`; the first time, then wait forever."
+)
+async def tally(path: str) -> str:
+    with open(path, "a") as file:
+        file.write(f"{os.getpid()}\n")
+    lines = Path(path).read_text().splitlines()
+    if len(lines) == 1:
+        await anyio.sleep(120)
+    return f"tallied {len(lines)}"
 
 
 @server.tool(description="The server's process id.")
