@@ -10,6 +10,7 @@ names fails here.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import types
@@ -28,6 +29,12 @@ from tests.support.readme import Block, python_blocks
 EXAMPLE_REDIS = "redis://redis.internal:6379"
 EXAMPLE_HARNESS = "arn:aws:bedrock-agentcore:us-east-1:123456789012:harness/weather-AbCdEf1234"
 WEATHER = [Turn(tool_calls=[call("get_weather", city="Paris")]), Turn(text="Sunny in Paris.")]
+# The MCP block's run: the agent writes a note through the filesystem server's tool.
+NOTE = [
+    Turn(tool_calls=[call("fs_write_file", path="notes.md", content="Remember the milk.")]),
+    Turn(text="Noted."),
+]
+NPM_BIN = Path(__file__).resolve().parents[1] / ".venv" / "mcp-servers" / "node_modules" / ".bin"
 CONFIRMATIONS = [
     Turn(
         server_tool_calls=[
@@ -92,6 +99,13 @@ def prepare(
         server = request.getfixturevalue("redis_server")  # skips when there is no redis-server
         code = code.replace(EXAMPLE_REDIS, server.url.rsplit("/", 1)[0])
     script = CONFIRMATIONS if block.heading == "Tool confirmations" else WEATHER
+    if "McpServer(" in code:
+        # The server as `npm install -g` puts it on PATH; scripts/test installs it here.
+        if not (NPM_BIN / "mcp-server-filesystem").exists():
+            pytest.skip(f"the npm filesystem MCP server is not installed in {NPM_BIN}")
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("PATH", f"{NPM_BIN}{os.pathsep}{os.environ['PATH']}")
+        script = NOTE
     code = code.replace('"agent_..."', repr(claude.add_agent(script)))
     code = code.replace('"env_..."', repr(claude.add_environment()))
     if '"sesn_..."' in code:
@@ -120,6 +134,8 @@ def check(block: Block, namespace: dict[str, Any], claude: ClaudeEmulator) -> No
     if "test_weather" in namespace:
         with ClaudeEmulator() as emulator:
             namespace["test_weather"](emulator)
+    if block.heading == "Local MCP servers":
+        assert Path("work/notes.md").read_text() == "Remember the milk."
     if block.heading == "Tool confirmations":
         confirmations = [
             event

@@ -12,7 +12,7 @@ handler runs, whether it may run - so a call that never starts is never claimed 
 its result there as soon as the handler returns, even when the run has stopped waiting: a
 call that finished after a stop keeps its real result for whoever resumes the session.
 
-A handler that raises :class:`~req_managed_agents.tools.ToolOutcomeUnknown` (an MCP server
+A handler that raises :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` (an MCP server
 died mid-call) leaves its call's outcome unknown, as a crash would: the run's
 ``on_unfinished`` policy answers it - an error result saying it may have acted
 (``"error"``), one more run (``"rerun"``), or the claim left unfinished in the ledger and
@@ -36,7 +36,7 @@ from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUs
 from req_managed_agents.tools._handler import (
     Handler,
     ToolContext,
-    ToolOutcomeUnknown,
+    ToolOutcomeUnknownError,
     call_tool,
     describe_exception,
 )
@@ -222,7 +222,7 @@ class _Turn:
         message = OUTCOME_UNKNOWN.format(reason=redact(str(unknown)))
         return ToolResult(use.id, message, is_error=True)
 
-    def _run(self, call: _Call) -> tuple[ToolResult, ToolOutcomeUnknown | None]:
+    def _run(self, call: _Call) -> tuple[ToolResult, ToolOutcomeUnknownError | None]:
         meta = {**self.telemetry_metadata, "tool": call.tool_use.name}
         meta["tool_use_id"] = call.tool_use.id
         telemetry.emit("tool.start", {"system_time": time.time()}, meta)
@@ -242,7 +242,7 @@ class _Turn:
             duration["duration"],
             " with an error" if result.is_error else "",
         )
-        return result, raised if isinstance(raised, ToolOutcomeUnknown) else None
+        return result, raised if isinstance(raised, ToolOutcomeUnknownError) else None
 
 
 def run_tools(
@@ -267,7 +267,7 @@ def run_tools(
     failing ``on_start`` or ``on_finish``). ``on_start`` and ``on_finish`` hear of each call
     as it starts and as its result is in (a timed-out call finishes with its timeout
     error), on the calling thread, in the order they happened. ``on_unknown`` answers a
-    call whose handler raised :class:`ToolOutcomeUnknown` (see the module's docstring).
+    call whose handler raised :class:`ToolOutcomeUnknownError` (see the module's docstring).
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")

@@ -7,7 +7,7 @@ from req_managed_agents.tools._handler import (
     EventHandler,
     Handler,
     ToolContext,
-    ToolOutcomeUnknown,
+    ToolOutcomeUnknownError,
 )
 from req_managed_agents.tools._registry import Tool, Tools
 
@@ -18,6 +18,6 @@ __all__ = [
     "Handler",
     "Tool",
     "ToolContext",
-    "ToolOutcomeUnknown",
+    "ToolOutcomeUnknownError",
     "Tools",
 ]

@@ -34,7 +34,7 @@ __all__ = [
     "EventHandler",
     "Handler",
     "ToolContext",
-    "ToolOutcomeUnknown",
+    "ToolOutcomeUnknownError",
     "ToolOutput",
     "call_tool",
     "content_blocks",
@@ -57,7 +57,7 @@ class ToolContext:
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
-class ToolOutcomeUnknown(ManagedAgentsError):
+class ToolOutcomeUnknownError(ManagedAgentsError):
     """Raised by a tool whose call ended without saying whether it acted - the MCP server
     running it died mid-call, say. The run answers it as it answers a call that a crashed
     process left unfinished: by its ``on_unfinished`` policy (an error result saying the

@@ -10,7 +10,7 @@ allows; the kinds no runtime takes in a tool result (audio, links, other binarie
 a line of text saying what was there.
 
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
-:class:`~req_managed_agents.tools.ToolOutcomeUnknown` and the tool runner applies the
+:class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
 run's ``on_unfinished`` policy, as for a call a crashed process left unfinished.
 """
 
@@ -34,7 +34,7 @@ from req_managed_agents.model._vocabulary import (
     Image,
     ToolResult,
 )
-from req_managed_agents.tools._handler import ToolContext, ToolOutcomeUnknown
+from req_managed_agents.tools._handler import ToolContext, ToolOutcomeUnknownError
 
 if TYPE_CHECKING:  # the client (and ``requests``) loads with the first included server
     from req_managed_agents.mcp import McpServer, McpTool, McpToolResult
@@ -156,7 +156,7 @@ class McpSource:
         self, binding: McpBinding, arguments: Mapping[str, Any], context: ToolContext
     ) -> ToolResult:
         """Call the server's tool; a refusal, a timeout or a cancellation is an
-        ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknown`."""
+        ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknownError`."""
         from req_managed_agents.mcp import McpConnectionLost, McpServerError
 
         try:
@@ -164,7 +164,7 @@ class McpSource:
                 binding.tool.name, arguments, cancelled=context.cancelled
             )
         except McpConnectionLost as lost:
-            raise ToolOutcomeUnknown(str(lost)) from lost
+            raise ToolOutcomeUnknownError(str(lost)) from lost
         except McpServerError as refused:
             return ToolResult(context.tool_use_id, str(refused), is_error=True)
         return result_of(context.tool_use_id, answer)
