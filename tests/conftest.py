@@ -13,6 +13,14 @@ import pytest
 
 from tests.support.redis import RedisServer, redis_binary
 
+# A suite started in the background by a non-interactive shell (`nohup ... &`, a cron job)
+# begins with Ctrl-C ignored, and every process it starts inherits that: the tests that press
+# Ctrl-C, as a terminal does for its foreground job, would meet processes deaf to it. Give
+# this process (each pytest worker) the handling a terminal's job has; its children then
+# start with it too.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def _signal_state() -> tuple[object, ...]:
     return (
