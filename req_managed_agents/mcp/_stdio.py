@@ -124,10 +124,16 @@ class StdioTransport:
                 raise McpConnectionLost("the server process is not running", server=self._name)
             try:
                 _write_all(child.stdin, data, deadline=time.monotonic() + EXIT_WAIT * 15)
-            except (OSError, ValueError) as broken:
-                raise McpConnectionLost(
-                    f"the server process stopped reading ({broken})", server=self._name
-                ) from broken
+            except (OSError, ValueError) as error:
+                broken = error
+            else:
+                return
+        # A child that exited at once breaks the pipe before its reader has told why: wait
+        # (bounded) for the reader, whose reason names the exit status and the last words.
+        if self._reader is not threading.current_thread():
+            self._reader.join(EXIT_WAIT)
+        reason = self._connection.lost or f"the server process stopped reading ({broken})"
+        raise McpConnectionLost(reason, server=self._name) from broken
 
     def abandon(self, request_id: int, notice: dict[str, Any]) -> None:
         """Send ``notifications/cancelled``."""
