@@ -1,0 +1,117 @@
+"""``rma run --mcp`` and ``rma batch --mcp``: a local MCP server (a real child process, the
+``mcp`` package's server) whose tools a run on the Claude emulator calls; ``--verbose``
+shows which server tool each declared name calls; a bad ``--mcp`` is one usage line."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from req_managed_agents.cli import _main as _cli
+from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from tests.support.cli import fails
+
+SERVER = Path(__file__).parent.parent / "mcp" / "servers" / "python_server.py"
+MCP = shlex.join([sys.executable, str(SERVER)])
+ECHO = [
+    Turn(text="Echoing.", tool_calls=[call("echo", text="hello over MCP")]),
+    Turn(text=lambda results: f"The server said: {results[0]}"),
+]
+
+
+@pytest.fixture
+def claude(monkeypatch: pytest.MonkeyPatch) -> Iterator[ClaudeEmulator]:
+    pytest.importorskip("mcp", reason="the mcp package (Python >= 3.10) is not installed")
+    with ClaudeEmulator() as emulator:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", emulator.api_key)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.base_url)
+        yield emulator
+
+
+def _session(emulator: ClaudeEmulator) -> list[str]:
+    return ["--agent-id", emulator.add_agent(ECHO), "--environment-id", emulator.add_environment()]
+
+
+def test_run_calls_the_tool_of_an_mcp_server(
+    claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _cli.main(["run", *_session(claude), "--mcp", MCP, "--json", "Echo something"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    (tool_call,) = result["tool_calls"]
+    assert (tool_call["name"], tool_call["result"], tool_call["is_error"]) == (
+        "echo",
+        "hello over MCP",
+        False,
+    )
+    assert result["text"].endswith("The server said: hello over MCP")
+    assert f"--mcp {shlex.quote(MCP)}" in result["resume"]
+
+
+def test_verbose_shows_each_declared_name_and_its_server_tool_once(
+    claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _cli.main(["run", *_session(claude), "--mcp", MCP, "--verbose", "Echo something"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    server = Path(sys.executable).name
+    assert err.count(f"rma: MCP tool echo -> echo of the server {server!r}\n") == 1
+    assert "rma: MCP tool forecast -> forecast" in err
+
+
+def test_batch_calls_the_tool_of_an_mcp_server(
+    claude: ClaudeEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text('{"prompt": "Echo something", "id": "one"}\n')
+    output = tmp_path / "out.jsonl"
+    argv = ["batch", *_session(claude), "--mcp", MCP, "--output", str(output), str(prompts)]
+    code = _cli.main(argv)
+    capsys.readouterr()
+    assert code == 0
+    (line,) = [json.loads(line) for line in output.read_text().splitlines()]
+    assert line["text"].endswith("The server said: hello over MCP")
+
+
+@pytest.mark.parametrize(
+    ("mcp", "fragment"),
+    [
+        ("", "--mcp needs a command"),
+        ("python3 'unclosed", "No closing quotation"),
+        ("/no/such/mcp-server --flag", "could not start '/no/such/mcp-server'"),
+    ],
+)
+@pytest.mark.usefixtures("offline")
+def test_a_bad_mcp_flag_is_one_usage_line_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mcp: str, fragment: str
+) -> None:
+    prompts = tmp_path / "in.jsonl"
+    prompts.write_text('{"prompt": "Hi"}\n')
+    argv = ["--agent-id", "agent_1", "--environment-id", "env_1", "--mcp", mcp]
+    assert fragment in fails(capsys, 2, "run", *argv, "Hi")
+    output = tmp_path / "out.jsonl"
+    assert fragment in fails(capsys, 2, "batch", *argv, "-o", str(output), str(prompts))
+    assert not output.exists()
+
+
+@pytest.mark.usefixtures("offline")
+def test_mcp_with_a_handler_that_is_not_a_registry_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "plain_handler.py").write_text(
+        "class Handler:\n"
+        "    def handle_tool_call(self, name, input, context):\n"
+        "        return 'ok'\n\n"
+        "handler = Handler()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    argv = ["--agent-id", "a", "--environment-id", "e", "--tools", "plain_handler:handler"]
+    line = fails(capsys, 2, "run", *argv, "--mcp", MCP, "Hi")
+    sys.modules.pop("plain_handler", None)
+    assert "--mcp adds tools to a Tools registry" in line
