@@ -2,14 +2,16 @@
 ``rma batch``, and ``"mcp_servers"`` entries in a spec file.
 
 Each server's tools join the run's ``Tools`` registry (``Tools.include``), under their own
-names (``--mcp``) or a spec entry's ``prefix``. The servers are started and their tools
-listed before anything is sent, so a command that does not start, or two tools declared
-under one name, is the command line's mistake (status 2) rather than a failed run.
+names unless a ``prefix`` is given: ``--mcp`` takes a command line, or a JSON object written
+as a spec entry when it needs a prefix, an allow list or variables. The servers are started
+and their tools listed before anything is sent, so a command that does not start, or two
+tools declared under one name, is the command line's mistake (status 2), not a failed run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -20,12 +22,22 @@ from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.tools._registry import Tools
 
-__all__ = ["SERVER_KEYS", "add_mcp_flag", "include_servers", "server_entry", "show_mapping"]
+__all__ = [
+    "SERVER_KEYS",
+    "add_mcp_flag",
+    "include_servers",
+    "server_entry",
+    "show_mapping",
+    "spec_declarations",
+]
 
 SERVER_KEYS = frozenset({"command", "args", "env", "prefix", "allow"})
 """The members of one ``"mcp_servers"`` entry of a spec file."""
 
-_FLAG_HINT = "--mcp takes the server's command line in one word, e.g. --mcp 'npx -y PACKAGE DIR'"
+_FLAG_HINT = (
+    "--mcp takes the server's command line in one word, e.g. --mcp 'npx -y PACKAGE DIR', "
+    'or a JSON object: --mcp \'{"command": "npx", "args": [...], "prefix": "files_"}\''
+)
 
 
 def add_mcp_flag(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +47,10 @@ def add_mcp_flag(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="'CMD ARGS'",
-        help="a local MCP server to start (its command line, split as a shell would); its "
-        "tools join --tools under their own names. Repeatable",
+        help="a local MCP server to start: its command line, split as a shell would, or a "
+        'JSON object as in a spec\'s "mcp_servers" ({"command", "args", "env", "prefix", '
+        '"allow"}); its tools join --tools, under their own names unless a prefix is given. '
+        "Repeatable",
     )
 
 
@@ -65,11 +79,33 @@ def server_entry(where: str, entry: Any) -> tuple[Any, str | None, list[str] | N
     return McpServer(command, args, env=env), prefix, allow
 
 
+def spec_declarations(where: str, entries: list[Any]) -> list[dict[str, Any]]:
+    """The declarations of the tools of a spec's ``"mcp_servers"``: each server started,
+    its tools listed, and stopped again (a run starts it with ``--mcp``). An entry of the
+    wrong shape raises ``ValueError``; a server that does not start, ``CliError``."""
+    tools = Tools()
+    with ExitStack() as stack:
+        for index, entry in enumerate(entries):
+            server, prefix, allow = server_entry(f"{where}[{index}]", entry)
+            try:
+                tools.include(stack.enter_context(server), prefix=prefix, allow=allow)
+            except ConfigurationError as exc:
+                raise ValueError(f'{where}[{index}]."prefix": {exc}') from None
+        return _declared(tools)
+
+
 def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def _flag_server(text: str) -> Any:
+def _flag_server(text: str) -> tuple[Any, str | None, list[str] | None]:
+    """``(McpServer, prefix, allow)`` from a command line, or from a JSON object written
+    as a spec's ``"mcp_servers"`` entry (for a prefix, an allow list or variables)."""
+    if text.lstrip().startswith("{"):
+        try:
+            return server_entry("--mcp", json.loads(text))
+        except ValueError as exc:  # a JSONDecodeError is one too
+            raise CliError(f"--mcp {text!r}: {exc}", hint=_FLAG_HINT) from None
     try:
         words = shlex.split(text)
     except ValueError as exc:
@@ -78,7 +114,7 @@ def _flag_server(text: str) -> Any:
         raise CliError("--mcp needs a command", hint=_FLAG_HINT)
     from req_managed_agents.mcp import McpServer
 
-    return McpServer(words[0], words[1:])
+    return McpServer(words[0], words[1:]), None, None
 
 
 def include_servers(handler: Handler, commands: list[str], stack: ExitStack) -> Handler:
@@ -92,13 +128,16 @@ def include_servers(handler: Handler, commands: list[str], stack: ExitStack) -> 
             hint="name a Tools registry with --tools, or leave --tools out",
         )
     servers = [_flag_server(text) for text in commands]
-    for server in servers:
-        handler.include(stack.enter_context(server))
-    declared(handler)
+    for server, prefix, allow in servers:
+        try:
+            handler.include(stack.enter_context(server), prefix=prefix, allow=allow)
+        except ConfigurationError as exc:
+            raise CliError(f"--mcp: {exc}", hint=_FLAG_HINT) from None
+    _declared(handler)
     return handler
 
 
-def declared(tools: Tools) -> list[dict[str, Any]]:
+def _declared(tools: Tools) -> list[dict[str, Any]]:
     """Every declaration of ``tools``, the MCP servers started; a server that does not
     start, or a name declared twice, is a usage error."""
     from req_managed_agents.mcp import McpServerError

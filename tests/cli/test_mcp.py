@@ -115,3 +115,88 @@ def test_mcp_with_a_handler_that_is_not_a_registry_is_refused(
     line = fails(capsys, 2, "run", *argv, "--mcp", MCP, "Hi")
     sys.modules.pop("plain_handler", None)
     assert "--mcp adds tools to a Tools registry" in line
+
+
+# -- "mcp_servers" in a spec file ------------------------------------------------------------
+
+SPEC_AGENT = {"name": "echoer", "system_prompt": "Echo.", "model": "claude-sonnet-4-6"}
+PY_SERVER = {
+    "command": sys.executable,
+    "args": [str(SERVER)],
+    "prefix": "py_",
+    "allow": ["echo", "forecast"],
+}
+
+
+def _write_spec(tmp_path: Path, agent: dict[str, object]) -> str:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"agent": agent}))
+    return str(path)
+
+
+def test_provision_declares_the_tools_of_the_spec_mcp_servers(
+    claude: ClaudeEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    weather = {"name": "get_weather", "description": "Weather.", "input_schema": {"type": "object"}}
+    spec = _write_spec(tmp_path, {**SPEC_AGENT, "tools": [weather], "mcp_servers": [PY_SERVER]})
+    code = _cli.main(["provision", spec, "--store", str(tmp_path / "store.json")])
+    assert code == 0, capsys.readouterr().err
+    (post,) = [r for r in claude.requests if r.method == "POST" and r.path == "/v1/agents"]
+    declared = {tool.get("name"): tool for tool in post.body["tools"]}
+    assert {"get_weather", "py_echo", "py_forecast"} <= set(declared)
+    assert "py_fail" not in declared, "allow leaves the other tools out"
+    assert declared["py_echo"]["input_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_run_with_the_spec_entry_as_json_calls_the_prefixed_tool(
+    claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = [Turn(tool_calls=[call("py_echo", text="prefixed")]), Turn(text="done")]
+    argv = ["--agent-id", claude.add_agent(script), "--environment-id", claude.add_environment()]
+    code = _cli.main(["run", *argv, "--mcp", json.dumps(PY_SERVER), "--json", "Echo"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    (tool_call,) = result["tool_calls"]
+    assert (tool_call["name"], tool_call["result"]) == ("py_echo", "prefixed")
+
+
+@pytest.mark.parametrize(
+    ("servers", "fragment"),
+    [
+        ("npx", '"agent"."mcp_servers" must be an array of objects, got a string'),
+        (["npx"], '"agent"."mcp_servers"[0] must be an object with a command'),
+        ([{"args": []}], '"agent"."mcp_servers"[0]."command" must be a non-empty string'),
+        ([{"command": "npx", "args": "-y"}], '"agent"."mcp_servers"[0]."args" must be an array'),
+        ([{"command": "npx", "env": {"A": 1}}], '"env" must be an object of strings'),
+        ([{"command": "npx", "allow": "echo"}], '"allow" must be an array of tool names'),
+        ([{"command": "npx", "colour": "red"}], "unknown member(s) 'colour'"),
+        ([{"command": "npx", "prefix": "mcp__"}], "[0].\"prefix\": prefix 'mcp__' must be"),
+        ([{"command": "/no/such/mcp-server"}], "could not start '/no/such/mcp-server'"),
+    ],
+)
+@pytest.mark.usefixtures("offline")
+def test_a_bad_mcp_servers_entry_is_one_usage_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], servers: object, fragment: str
+) -> None:
+    spec = _write_spec(tmp_path, {**SPEC_AGENT, "mcp_servers": servers})
+    line = fails(capsys, 2, "provision", spec, "--store", str(tmp_path / "s.json"))
+    assert fragment in line
+
+
+@pytest.mark.usefixtures("offline")
+def test_a_spec_tool_and_a_server_tool_of_one_name_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("mcp", reason="the mcp package (Python >= 3.10) is not installed")
+    echo = {"name": "echo", "description": "Mine.", "input_schema": {"type": "object"}}
+    server = {"command": sys.executable, "args": [str(SERVER)]}
+    spec = _write_spec(tmp_path, {**SPEC_AGENT, "tools": [echo], "mcp_servers": [server]})
+    line = fails(capsys, 2, "provision", spec, "--store", str(tmp_path / "s.json"))
+    assert "two tools are named 'echo'" in line
+
+
+@pytest.mark.usefixtures("offline")
+def test_a_bad_mcp_json_flag_is_one_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--agent-id", "a", "--environment-id", "e"]
+    line = fails(capsys, 2, "run", *argv, "--mcp", '{"command": "npx", "allow": "x"}', "Hi")
+    assert '--mcp."allow" must be an array of tool names' in line
