@@ -5,8 +5,11 @@ shows which server tool each declared name calls; a bad ``--mcp`` is one usage l
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +203,58 @@ def test_a_bad_mcp_json_flag_is_one_usage_line(capsys: pytest.CaptureFixture[str
     argv = ["--agent-id", "a", "--environment-id", "e"]
     line = fails(capsys, 2, "run", *argv, "--mcp", '{"command": "npx", "allow": "x"}', "Hi")
     assert '--mcp."allow" must be an array of tool names' in line
+
+
+# -- rma worker --mcp -------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::req_managed_agents.toolset.UnsandboxedWarning")
+def test_worker_calls_the_tool_of_an_mcp_server(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("mcp", reason="the mcp package (Python >= 3.10) is not installed")
+    with ClaudeEmulator(ping_interval=0.2) as emulator:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emulator.base_url)
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        environment_id = emulator.add_environment("sandbox", config={"type": "self_hosted"})
+        monkeypatch.setenv("ANTHROPIC_ENVIRONMENT_KEY", emulator.environment_key(environment_id))
+        with emulator.provider() as provider:
+            session = provider.client.create_session(emulator.add_agent(ECHO), environment_id)
+            message = {"type": "user.message", "content": [{"type": "text", "text": "go"}]}
+            provider.client.send_events(session["id"], [message])
+
+        returned = threading.Event()
+
+        def stop_when_served() -> None:
+            # The signal goes to the main thread, where rma's handler is installed meanwhile.
+            emulator.wait_until(lambda: _stopped(emulator) or returned.is_set(), 30)
+            if not returned.is_set():
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        stopper = threading.Thread(target=stop_when_served)
+        stopper.start()
+        try:
+            code = _cli.main(
+                [
+                    "worker",
+                    *("--environment-id", environment_id, "--workdir", str(tmp_path / "w")),
+                    *("--idle-grace", "0.2", "--mcp", MCP),
+                ]
+            )
+        finally:
+            returned.set()
+            stopper.join(5)
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert f"session {session['id']}: stopped" in out
+        texts = [
+            block.get("text", "")
+            for event in emulator.events(session["id"])
+            if event.get("type") == "agent.message"
+            for block in event.get("content", [])
+        ]
+        assert "The server said: hello over MCP" in texts
+
+
+def _stopped(emulator: ClaudeEmulator) -> bool:
+    return any(item["state"] == "stopped" for item in emulator.work_items())
