@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from typing import Any, TextIO
 
 from req_managed_agents.cli._common import (
@@ -20,6 +21,7 @@ from req_managed_agents.cli._common import (
     positive_int,
 )
 from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
+from req_managed_agents.cli._mcp import include_servers
 from req_managed_agents.cli._run import load_handler
 from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.tools._registry import Tools
@@ -79,6 +81,7 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
         raise CliError(str(exc), hint="rma batch --help describes the input") from None
     handler = load_handler(args.tools) if args.tools else Tools()
     with (
+        ExitStack() as servers,
         open_provider(args.provider, aws_region(args), args.profile) as provider,
         ProgressLine(err) as line,
         line.showing_logs(),
@@ -86,7 +89,7 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
         outcomes = run_batch(
             provider,
             items,
-            handler=handler,
+            handler=include_servers(handler, args.mcp, servers),
             max_workers=args.workers,
             output=args.output,
             progress=line,

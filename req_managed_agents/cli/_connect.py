@@ -18,6 +18,7 @@ from req_managed_agents.cli._common import (
     refuse,
     sandbox_region,
 )
+from req_managed_agents.cli._mcp import add_mcp_flag
 
 __all__ = ["DEFAULT_TIMEOUT", "add_connection_flags", "aws_region", "connect_options"]
 
@@ -49,6 +50,7 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
         help="the local tools: a Tools registry or handler importable from the current folder "
         "(default: none; a tool call then gets an unknown-tool error result)",
     )
+    add_mcp_flag(parser)
     parser.add_argument(
         "--timeout",
         type=positive_seconds,

@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import sys
+from contextlib import ExitStack
 from typing import Any, TextIO
 
 from req_managed_agents.cli._common import (
@@ -27,6 +28,7 @@ from req_managed_agents.cli._common import (
 )
 from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
 from req_managed_agents.cli._exits import Failure, describe, resumable
+from req_managed_agents.cli._mcp import include_servers, show_mapping
 from req_managed_agents.cli._output import Display, run_json, summary
 from req_managed_agents.model._stream import ToolCallFinished
 from req_managed_agents.model._vocabulary import SessionResult, ToolResult, ToolUse
@@ -87,6 +89,11 @@ def add_command(commands: Any) -> None:
         "session id); without a prompt it finishes what the session was doing",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="say on standard error which MCP server tool each declared tool name calls",
+    )
     add_connection_flags(run)
 
 
@@ -133,6 +140,21 @@ class _Run:
         connect = connect_options(args)
         prompt = _prompt(args)
         handler = load_handler(args.tools) if args.tools else Tools()
+        with ExitStack() as servers:
+            handler = include_servers(handler, args.mcp, servers)
+            if args.verbose and isinstance(handler, Tools):
+                show_mapping(handler, sys.stderr)
+            return self._stream(out, status, connect, prompt, handler)
+
+    def _stream(
+        self,
+        out: TextIO,
+        status: TextIO | None,
+        connect: dict[str, Any],
+        prompt: str | None,
+        handler: Handler,
+    ) -> SessionResult:
+        args = self.args
         from req_managed_agents.drivers._session import Session
 
         result: SessionResult | None = None
@@ -171,6 +193,8 @@ class _Run:
         for dest in ("profile", "tools"):
             if getattr(args, dest):
                 argv += [f"--{dest}", getattr(args, dest)]
+        for command in args.mcp:
+            argv += ["--mcp", command]
         return shlex.join([*argv, "--session-id", session_id])
 
     def failure(self, exc: BaseException) -> tuple[Failure, str | None]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from req_managed_agents.cli._common import CliError
+from req_managed_agents.cli._mcp import spec_declarations
 
 __all__ = ["SPEC_HELP", "load_spec"]
 
@@ -31,6 +32,13 @@ spec file (JSON):
          "input_schema": {"type": "object",
                           "properties": {"city": {"type": "string"}},
                           "required": ["city"]}}
+      ],
+      "mcp_servers": [                       default []: local MCP servers whose tools
+        {"command": "npx",                   the agent also gets (each is started to
+         "args": ["-y", "PACKAGE", "DIR"],   list them). Only "command" is required;
+         "env": {"TOKEN": "..."},            a run names the same server with --mcp
+         "prefix": "files_",                 'CMD ARGS', or --mcp 'JSON' when it has a
+         "allow": ["read_text_file"]}        prefix or allow (the same object)
       ],
       "model_config": {"effort": "high"}     default null: more model settings
     },
@@ -74,8 +82,17 @@ def load_spec(path: Path) -> tuple[Any, Any]:
     _check_shapes(path, data)
     from req_managed_agents.provisioner import AgentSpec, EnvironmentSpec
 
+    agent_data = dict(data["agent"])
+    servers = agent_data.pop("mcp_servers", None) or []
     try:
-        agent = AgentSpec.from_dict(data["agent"])
+        served = spec_declarations('"agent"."mcp_servers"', servers)
+    except ValueError as exc:
+        raise _bad(path, str(exc)) from None
+    if served:
+        _refuse_twice(path, [*(agent_data.get("tools") or []), *served])
+        agent_data["tools"] = [*(agent_data.get("tools") or []), *served]
+    try:
+        agent = AgentSpec.from_dict(agent_data)
     except (TypeError, ValueError) as exc:
         raise _bad(path, f'"agent": {exc}') from None
     environment = data.get("environment")
@@ -85,6 +102,21 @@ def load_spec(path: Path) -> tuple[Any, Any]:
         return agent, EnvironmentSpec.from_dict(environment)
     except (TypeError, ValueError) as exc:
         raise _bad(path, f'"environment": {exc}') from None
+
+
+def _refuse_twice(path: Path, tools: list[Any]) -> None:
+    """A tool of the spec and an MCP server's tool under one name: the agent could not
+    tell them apart."""
+    seen: set[str] = set()
+    for tool in tools:
+        name = tool.get("name")
+        if name in seen:
+            raise _bad(
+                path,
+                f'two tools are named {name!r} ("agent"."tools" and "agent"."mcp_servers"); '
+                'give the server a "prefix" or leave the tool out with "allow"',
+            )
+        seen.add(name)
 
 
 def _bad(path: Path, problem: str) -> CliError:
@@ -106,6 +138,11 @@ def _check_shapes(path: Path, data: Any) -> None:
     for key in ("name", "system_prompt", "model"):
         _expect(path, agent, key, f'"agent"."{key}"', str, "a string")
     _expect(path, agent, "model_config", '"agent"."model_config"', dict, "an object")
+    servers = agent.get("mcp_servers")
+    if servers is not None and not isinstance(servers, list):
+        raise _bad(
+            path, f'"agent"."mcp_servers" must be an array of objects, got {_json_type(servers)}'
+        )
     tools = agent.get("tools")
     if tools is not None:
         if not isinstance(tools, list):

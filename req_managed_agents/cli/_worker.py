@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,8 +29,11 @@ from req_managed_agents.cli._common import (
     positive_int,
     positive_seconds,
 )
+from req_managed_agents.cli._mcp import add_mcp_flag, include_servers
 from req_managed_agents.display._progress_line import ProgressLine
 from req_managed_agents.errors import AuthenticationError, ConfigurationError, NotFoundError
+from req_managed_agents.tools._handler import Handler
+from req_managed_agents.tools._registry import Tools
 
 __all__ = ["add_command", "run_command"]
 
@@ -87,6 +91,7 @@ def add_command(commands: Any) -> None:
         metavar="MODULE:ATTR",
         help="the custom tools: a Tools registry or handler importable from the current folder",
     )
+    add_mcp_flag(worker)
     worker.add_argument(
         "--ledger",
         type=Path,
@@ -147,11 +152,21 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def _serve(args: argparse.Namespace, key: str, out: TextIO, line: ProgressLine) -> int:
     from req_managed_agents.cli._run import load_handler
+
+    handler = load_handler(args.tools) if args.tools else None
+    with ExitStack() as servers:
+        if args.mcp:
+            handler = include_servers(handler or Tools(), args.mcp, servers)
+        return _serve_with(args, key, out, line, handler)
+
+
+def _serve_with(
+    args: argparse.Namespace, key: str, out: TextIO, line: ProgressLine, handler: Handler | None
+) -> int:
     from req_managed_agents.providers import ClaudeManagedAgents
     from req_managed_agents.toolset import DEFAULT_SHELL_LIMITS
     from req_managed_agents.worker import EnvironmentWorker, WorkItemReport
 
-    handler = load_handler(args.tools) if args.tools else None
     ledger = None
     if args.ledger is not None:
         from req_managed_agents.drivers._ledger import ToolLedger

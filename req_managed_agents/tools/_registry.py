@@ -167,6 +167,14 @@ class Tools(Shown):
         served = [binding.declaration() for binding in self._served().values()]
         return [*(tool.declaration() for tool in self), *served]
 
+    def mcp_tools(self) -> dict[str, tuple[str, str]]:
+        """The included servers' tools: declared name -> (server name, the server's own
+        tool name), the servers started; what ``rma run --verbose`` shows."""
+        return {
+            name: (binding.source.server.name, binding.tool.name)
+            for name, binding in self._served().items()
+        }
+
     def _served(self) -> dict[str, McpBinding]:
         """The included servers' tools by declared name; a name taken twice raises."""
         with self._lock:
