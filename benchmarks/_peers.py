@@ -24,6 +24,7 @@ _FROM_TEST_EXTRAS = {
     "botocore": "botocore",
     "boto3": "boto3",
     "openai": "openai",
+    "mcp": "mcp",
 }
 
 

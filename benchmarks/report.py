@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import _claude_session_bench
 import _eventstream_bench
 import _load_bench
+import _mcp_bench
 import _openai_bench
 import _peers
 import _sse_bench
@@ -53,6 +54,7 @@ ROW_ORDER = (
     "OpenAI tool turn",
     "streamed text",
     "tool concurrency",
+    "MCP tool calls",
     "memory",
     "batch",
     "load test",
@@ -134,6 +136,7 @@ def tool_rows(repeat: int) -> list[Row]:
     return [
         Row(
             "tool concurrency",
+            "MCP tool calls",
             f"a turn of {count} concurrent 200 ms tools vs a turn of one",
             f"{many:.3f} s",
             f"one tool {one:.3f} s",
@@ -258,6 +261,7 @@ def sections(repeat: int) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("openai tool turn", lambda: _openai_bench.tool_turn_rows(3)),
         ("streamed text", lambda: _text_bench.text_rows(repeat=min(repeat, 3))),
         ("tool concurrency", lambda: tool_rows(3)),
+        ("mcp calls", lambda: _mcp_bench.call_rows(500, min(repeat, 3))),
         ("memory", lambda: memory_rows(20)),
         ("batch", lambda: batch_rows(200)),
         ("load test", lambda: _load_bench.load_rows(1000)),
