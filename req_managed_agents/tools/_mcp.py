@@ -15,6 +15,8 @@ A tool can ask before it acts: by default one whose annotations say ``destructiv
 reaches the server (see :data:`McpConfirm`). Annotations are the server's hints, not
 guarantees: a server that marks nothing destructive asks nothing unless ``"always"``.
 
+The list is read again after the server says it changed (see :meth:`McpSource.bindings`).
+
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
 :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
 run's ``on_unfinished`` policy, as for a call a crashed process left unfinished.
@@ -146,9 +148,15 @@ class McpSource:
         self._bindings: dict[str, McpBinding] | None = None
 
     def bindings(self) -> dict[str, McpBinding]:
-        """The declared names and their server tools, the server started if need be."""
+        """The declared names and their server tools, the server started if need be; listed
+        again after the server said its list changed (``notifications/tools/list_changed``).
+
+        No runtime takes a new tool list mid-session - Claude and OpenAI declare tools on
+        the agent, AgentCore once per session - so a running session keeps what it
+        declared: a tool the server dropped answers "unknown tool", one it added is offered
+        from the next session on (or the next ``schemas()`` read, to provision an agent)."""
         with self._lock:
-            if self._bindings is None:
+            if self._bindings is None or self.server.tools_stale:
                 self._bindings = self._listed()
             return self._bindings
 

@@ -13,7 +13,7 @@ from req_managed_agents import Allow, Deny, McpServer, Tools, run_to_completion
 from req_managed_agents.model import Decision, ToolUse
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn, call
 from req_managed_agents.tools import ToolContext
-from tests.mcp.conftest import npm_server
+from tests.mcp.conftest import eventually, npm_server, python_server
 
 RUN_TIMEOUT = 60.0
 RUNTIMES = {
@@ -152,3 +152,24 @@ def test_include_refuses_an_unknown_confirm(folder: tuple[McpServer, Path]) -> N
     server, _ = folder
     with pytest.raises(ValueError, match="confirm"):
         Tools().include(server, confirm="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_changed_tool_list_is_declared_by_the_next_session() -> None:
+    # Claude and OpenAI declare tools on the agent, AgentCore once per session: no runtime
+    # takes a new list mid-session, so the bridge lists again on the next schemas() read.
+    with python_server("handshake") as server:
+        tools = Tools()
+        tools.include(server, confirm="never")
+        assert "sprout" not in {schema["name"] for schema in tools.schemas()}
+
+        grow = [{"tool_calls": [call("grow", name="sprout")]}, {"text": "-"}]
+        first = _run("claude", tools, grow)
+        assert first.tool_results[0].content == "added sprout"
+        assert eventually(lambda: server.tools_changed == 1)
+
+        assert "sprout" in {schema["name"] for schema in tools.schemas()}
+        second = _run("claude", tools, [{"tool_calls": [call("sprout")]}, {"text": "-"}])
+        assert (second.tool_results[0].content, second.tool_results[0].is_error) == (
+            "sprout",
+            False,
+        )
