@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +17,10 @@ from req_managed_agents import Allow, Deny, McpServer, Tools, run_to_completion
 from req_managed_agents.model import Decision, ToolUse
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn, call
 from req_managed_agents.tools import ToolContext
-from tests.mcp.conftest import eventually, npm_server, python_server
+from tests.mcp.conftest import HERE, ROOT, eventually, npm_server, python_server
 
 RUN_TIMEOUT = 60.0
+INTERRUPTED_RUN = HERE / "servers" / "interrupted_run.py"
 RUNTIMES = {
     "claude": (
         ClaudeEmulator,
@@ -173,3 +178,41 @@ def test_a_changed_tool_list_is_declared_by_the_next_session() -> None:
             "sprout",
             False,
         )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True  # a zombie (gone, not reaped) counts as alive
+
+
+def test_ctrl_c_during_a_long_mcp_call_tells_the_server_and_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp", reason="the mcp package (Python >= 3.10) is not installed")
+    marker, pid_file = tmp_path / "marker", tmp_path / "pid"
+    told = tmp_path / "marker.told"
+    child = subprocess.Popen(
+        [sys.executable, str(INTERRUPTED_RUN), str(marker), str(pid_file)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert eventually(lambda: marker.exists() and marker.read_text() == "started", 60)
+        server = int(pid_file.read_text())
+
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=60)
+
+        assert child.returncode != 0
+        assert b"KeyboardInterrupt" in stderr  # the user's Ctrl-C reached the program
+        assert eventually(told.exists)  # notifications/cancelled named the call
+        assert marker.read_text() == "cancelled"
+        assert eventually(lambda: not _alive(server))
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
