@@ -139,7 +139,9 @@ class McpSource:
         if isinstance(allow, str):
             raise TypeError("allow is a list of tool names, not one name")
         if confirm not in get_args(McpConfirm):
-            raise ValueError(f"confirm must be 'destructive', 'always' or 'never', not {confirm!r}")
+            raise ConfigurationError(
+                f"confirm must be 'destructive', 'always' or 'never', not {confirm!r}"
+            )
         self.server = server
         self.confirm = confirm
         self.prefix = prefix
@@ -151,10 +153,11 @@ class McpSource:
         """The declared names and their server tools, the server started if need be; listed
         again after the server said its list changed (``notifications/tools/list_changed``).
 
-        No runtime takes a new tool list mid-session - Claude and OpenAI declare tools on
-        the agent, AgentCore once per session - so a running session keeps what it
-        declared: a tool the server dropped answers "unknown tool", one it added is offered
-        from the next session on (or the next ``schemas()`` read, to provision an agent)."""
+        A running session keeps what it declared - Claude and OpenAI declare tools on the
+        agent, and this library declares AgentCore's inline functions once per session
+        (its API would take a new list with each invocation; not used yet). A tool the
+        server dropped answers "unknown tool"; one it added is offered from the next
+        session on (or the next ``schemas()`` read, to provision an agent)."""
         with self._lock:
             if self._bindings is None or self.server.tools_stale:
                 self._bindings = self._listed()

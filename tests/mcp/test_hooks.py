@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents import Allow, Deny, McpServer, Tools, run_to_completion
+from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model import Decision, ToolUse
 from req_managed_agents.testing import ClaudeEmulator, OpenAIAgentsEmulator, OpenAITurn, Turn, call
 from req_managed_agents.tools import ToolContext
@@ -116,6 +117,24 @@ def test_an_allowed_destructive_tool_is_called_once(
     assert [use.name for use in tools.asked] == ["write_file"]
 
 
+class _Failing(Tools):
+    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision:
+        raise RuntimeError("no one to ask")
+
+
+def test_a_failing_hook_denies(folder: tuple[McpServer, Path]) -> None:
+    server, root = folder
+    tools = _Failing()
+    tools.include(server, prefix="fs_", allow=["write_file", "read_text_file"])
+    path = root / "a.txt"
+
+    result = _run("claude", tools, _write_then_read(path))
+
+    assert not path.exists()
+    assert result.tool_results[0].is_error
+    assert "RuntimeError: no one to ask" in result.tool_results[0].content
+
+
 def test_without_a_hook_the_sessions_confirm_policy_answers(
     folder: tuple[McpServer, Path],
 ) -> None:
@@ -155,13 +174,13 @@ def test_include_confirm_chooses_which_tools_ask(
 
 def test_include_refuses_an_unknown_confirm(folder: tuple[McpServer, Path]) -> None:
     server, _ = folder
-    with pytest.raises(ValueError, match="confirm"):
+    with pytest.raises(ConfigurationError, match="confirm"):
         Tools().include(server, confirm="sometimes")  # type: ignore[arg-type]
 
 
 def test_a_changed_tool_list_is_declared_by_the_next_session() -> None:
-    # Claude and OpenAI declare tools on the agent, AgentCore once per session: no runtime
-    # takes a new list mid-session, so the bridge lists again on the next schemas() read.
+    # Claude and OpenAI declare tools on the agent, AgentCore (here) once per session: the
+    # bridge lists again on the next schemas() read, which the next session declares.
     with python_server("handshake") as server:
         tools = Tools()
         tools.include(server, confirm="never")
