@@ -22,6 +22,7 @@ from typing import Any
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger
+from req_managed_agents.drivers._confirm import DENIED_BY_POLICY, bad_hook, local_confirmation
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import (
     RUNNING_ELSEWHERE,
@@ -76,7 +77,6 @@ REPROMPT = (
     "You ended your turn without calling the `{tool}` tool. Call `{tool}` now with your "
     "final answer; the task is finished only when you do."
 )
-_DENIED_BY_POLICY = "denied by the session's confirm='deny' policy"
 _ELICIT_ANSWERS: dict[str, ElicitationAnswer] = {
     "accept": ElicitationAccept(),
     "decline": ElicitationDecline(),
@@ -293,11 +293,11 @@ class TurnLoop:
                 answer = Deny(f"the confirmation hook gave no answer within {timeout:g} s")
             except Exception as exc:
                 answer = Deny(f"the confirmation hook failed: {describe_exception(exc)}")
-            decision = answer if isinstance(answer, (Allow, Deny)) else Deny(_bad_hook(answer))
+            decision = answer if isinstance(answer, (Allow, Deny)) else Deny(bad_hook(answer))
         elif self.settings.confirm == "allow":
             decision = Allow()
         elif self.settings.confirm == "deny":
-            decision = Deny(_DENIED_BY_POLICY)
+            decision = Deny(DENIED_BY_POLICY)
         else:
             raise UnresolvedRequiresActionError(
                 turn.stop_reason,
@@ -362,6 +362,7 @@ class TurnLoop:
                 on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
                 guard=_LedgerGuard(ledger, session_id, takeovers),
                 on_unknown=policy,
+                confirm=local_confirmation(self.handler, self.settings.confirm),
             )
             answers.update((use.id, result) for use, result in zip(new, results))
             run.tool_uses.extend(new)
@@ -419,13 +420,6 @@ def _send_input(
     if outcome is not None:
         return conversation.define_outcome(outcome)
     return conversation.send_prompt(prompt or DEFAULT_PROMPT)
-
-
-def _bad_hook(answer: object) -> str:
-    return (
-        f"the confirmation hook returned {type(answer).__name__}, not Allow or Deny; "
-        "denied to be safe"
-    )
 
 
 def _unique(tool_uses: Sequence[ToolUse]) -> list[ToolUse]:

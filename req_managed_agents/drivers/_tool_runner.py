@@ -32,7 +32,7 @@ from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger, redact
 from req_managed_agents.drivers._ledger import UnfinishedPolicy
 from req_managed_agents.errors import UnfinishedToolCallError
-from req_managed_agents.model._vocabulary import SessionInfo, ToolResult, ToolUse
+from req_managed_agents.model._vocabulary import Decision, SessionInfo, ToolResult, ToolUse
 from req_managed_agents.tools._handler import (
     Handler,
     ToolContext,
@@ -52,6 +52,7 @@ OUTCOME_UNKNOWN = (
 )
 _log = get_logger(__name__)
 T = TypeVar("T")
+Confirm = Callable[[ToolUse, ToolContext], Decision]
 
 
 class ToolRunCancelled(Exception):
@@ -103,11 +104,15 @@ class _Turn:
         telemetry_metadata: Mapping[str, Any],
         guard: CallGuard | None,
         on_unknown: UnfinishedPolicy,
+        confirm: Confirm | None,
     ) -> None:
         self.handler = handler
         self.info = info
         self.on_unknown = on_unknown
-        self.calls = [_Call(tool_use, ToolContext(tool_use.id, info)) for tool_use in tool_uses]
+        self.calls = [
+            _Call(tool_use, ToolContext(tool_use.id, info, confirm=confirm))
+            for tool_use in tool_uses
+        ]
         self.waiting = list(self.calls)
         self.free_slots = max_concurrency
         self.condition = threading.Condition()
@@ -258,6 +263,7 @@ def run_tools(
     on_finish: Callable[[ToolUse, ToolResult], None] | None = None,
     guard: CallGuard | None = None,
     on_unknown: UnfinishedPolicy = "error",
+    confirm: Confirm | None = None,
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
 
@@ -267,11 +273,14 @@ def run_tools(
     failing ``on_start`` or ``on_finish``). ``on_start`` and ``on_finish`` hear of each call
     as it starts and as its result is in (a timed-out call finishes with its timeout
     error), on the calling thread, in the order they happened. ``on_unknown`` answers a
-    call whose handler raised :class:`ToolOutcomeUnknownError` (see the module's docstring).
+    call whose handler raised :class:`ToolOutcomeUnknownError` (see the module's docstring);
+    ``confirm`` becomes each call's ``ToolContext.confirm``.
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
-    turn = _Turn(handler, tool_uses, info, max_concurrency, telemetry_metadata, guard, on_unknown)
+    turn = _Turn(
+        handler, tool_uses, info, max_concurrency, telemetry_metadata, guard, on_unknown, confirm
+    )
     with turn.condition:
         try:
             while True:

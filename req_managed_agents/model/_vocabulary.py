@@ -71,7 +71,8 @@ class Usage(Shown):
 class ToolUse(Shown):
     """One call the agent asks a tool to make (``input`` is the decoded JSON arguments).
 
-    ``mcp_server`` names the MCP server of a provider-run MCP tool, ``session_thread_id``
+    ``mcp_server`` names the MCP server of an MCP tool (provider-run, or a local server's
+    tool asking ``handle_confirmation``), ``session_thread_id``
     the subagent thread that made the call in a multi-agent session (None otherwise), and
     ``turn_id`` the provider turn that made it where the answer must name it (OpenAI).
     """

@@ -9,7 +9,7 @@ react to instead of a crashed session.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, Union, cast, runtime_checkable
 
@@ -50,11 +50,20 @@ class ToolContext:
     ``cancelled`` is set when the session stops waiting for this call (its ``tool_timeout``
     passed or the session was cancelled); a long tool can poll it and return early, since a
     Python thread cannot be stopped from outside.
+
+    ``confirm``, set by a run, asks the run for permission the way a provider-run tool
+    does: the handler's ``handle_confirmation(tool_use, context)`` if it has one, else the
+    session's ``confirm=`` policy (``"raise"`` denies here: a local call cannot pause the
+    turn). A local tool that must not act unasked - an MCP server's destructive tool -
+    calls it before acting; ``None`` outside a run.
     """
 
     tool_use_id: str
     session: SessionInfo
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False)
+    confirm: Callable[[ToolUse, ToolContext], Decision] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 class ToolOutcomeUnknownError(ManagedAgentsError):
@@ -101,9 +110,11 @@ class ConfirmationHandler(Protocol):
     """The optional permission hook a :class:`Handler` may also implement.
 
     Called when a provider-run tool (a built-in or MCP tool under an ``always_ask`` policy)
-    waits for permission; return :class:`~req_managed_agents.Allow` or
-    :class:`~req_managed_agents.Deny` (with a message for the agent). A hook that raises
-    or returns anything else denies the call.
+    waits for permission, and before a local MCP server's tool that asks for confirmation
+    (see ``Tools.include``) is called - then ``tool_use.name`` is the server's own tool
+    name, ``tool_use.mcp_server`` the server's name and ``context`` the call's own. Return
+    :class:`~req_managed_agents.Allow` or :class:`~req_managed_agents.Deny` (with a
+    message for the agent). A hook that raises or returns anything else denies the call.
     """
 
     def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision:

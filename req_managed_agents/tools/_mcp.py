@@ -9,6 +9,14 @@ the library's result vocabulary - text, :class:`~req_managed_agents.model.Image`
 allows; the kinds no runtime takes in a tool result (audio, links, other binaries) become
 a line of text saying what was there.
 
+A tool can ask before it acts: by default one whose annotations say ``destructiveHint``
+(and not ``readOnlyHint``) asks the run through ``ToolContext.confirm`` - the handler's
+``handle_confirmation``, else the session's ``confirm=`` policy - and a denied call never
+reaches the server (see :data:`McpConfirm`). Annotations are the server's hints, not
+guarantees: a server that marks nothing destructive asks nothing unless ``"always"``.
+
+The list is read again after the server says it changed (see :meth:`McpSource.bindings`).
+
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
 :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
 run's ``on_unfinished`` policy, as for a call a crashed process left unfinished.
@@ -24,22 +32,37 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
     IMAGE_MEDIA_TYPES,
     ContentBlock,
+    Deny,
     Document,
     Image,
     ToolResult,
+    ToolUse,
 )
 from req_managed_agents.tools._handler import ToolContext, ToolOutcomeUnknownError
 
 if TYPE_CHECKING:  # the client (and ``requests``) loads with the first included server
     from req_managed_agents.mcp import McpServer, McpTool, McpToolResult
 
-__all__ = ["MAX_NAME", "RESERVED_NAMES", "McpBinding", "McpSource", "declared_name", "result_of"]
+__all__ = [
+    "MAX_NAME",
+    "RESERVED_NAMES",
+    "McpBinding",
+    "McpConfirm",
+    "McpSource",
+    "declared_name",
+    "result_of",
+]
+
+McpConfirm = Literal["destructive", "always", "never"]
+"""Which of an included server's tools ask the run's confirmation before each call:
+``"destructive"`` those annotated ``destructiveHint: true`` and not ``readOnlyHint: true``,
+``"always"`` every tool, ``"never"`` none."""
 
 MAX_NAME = 64
 """The longest tool name every runtime accepts: OpenAI's function names and AgentCore's
@@ -97,7 +120,13 @@ class McpBinding:
 class McpSource:
     """One included server: its tools (listed once, on first use) under declared names."""
 
-    def __init__(self, server: McpServer, prefix: str, allow: Iterable[str] | None) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        prefix: str,
+        allow: Iterable[str] | None,
+        confirm: McpConfirm = "destructive",
+    ) -> None:
         from req_managed_agents.mcp import McpServer
 
         if not isinstance(server, McpServer):
@@ -109,16 +138,28 @@ class McpSource:
             )
         if isinstance(allow, str):
             raise TypeError("allow is a list of tool names, not one name")
+        if confirm not in get_args(McpConfirm):
+            raise ConfigurationError(
+                f"confirm must be 'destructive', 'always' or 'never', not {confirm!r}"
+            )
         self.server = server
+        self.confirm = confirm
         self.prefix = prefix
         self.allow = None if allow is None else frozenset(allow)
         self._lock = threading.Lock()
         self._bindings: dict[str, McpBinding] | None = None
 
     def bindings(self) -> dict[str, McpBinding]:
-        """The declared names and their server tools, the server started if need be."""
+        """The declared names and their server tools, the server started if need be; listed
+        again after the server said its list changed (``notifications/tools/list_changed``).
+
+        A running session keeps what it declared - Claude and OpenAI declare tools on the
+        agent, and this library declares AgentCore's inline functions once per session
+        (its API would take a new list with each invocation; not used yet). A tool the
+        server dropped answers "unknown tool"; one it added is offered from the next
+        session on (or the next ``schemas()`` read, to provision an agent)."""
         with self._lock:
-            if self._bindings is None:
+            if self._bindings is None or self.server.tools_stale:
                 self._bindings = self._listed()
             return self._bindings
 
@@ -159,6 +200,9 @@ class McpSource:
         ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknownError`."""
         from req_managed_agents.mcp import McpConnectionLost, McpServerError
 
+        denied = self._denied(binding, arguments, context)
+        if denied is not None:
+            return ToolResult(context.tool_use_id, denied, is_error=True)
         try:
             answer = self.server.call_tool(
                 binding.tool.name, arguments, cancelled=context.cancelled
@@ -168,6 +212,34 @@ class McpSource:
         except McpServerError as refused:
             return ToolResult(context.tool_use_id, str(refused), is_error=True)
         return result_of(context.tool_use_id, answer)
+
+    def asks(self, tool: McpTool) -> bool:
+        """Whether a call of ``tool`` asks the run's confirmation first."""
+        if self.confirm != "destructive":
+            return self.confirm == "always"
+        hints = tool.annotations
+        return hints.get("destructiveHint") is True and hints.get("readOnlyHint") is not True
+
+    def _denied(
+        self, binding: McpBinding, arguments: Mapping[str, Any], context: ToolContext
+    ) -> str | None:
+        """Why the call may not go to the server, or None when it may (it asks nothing,
+        or the run allowed it and has not stopped waiting since)."""
+        if not self.asks(binding.tool):
+            return None
+        if context.confirm is None:
+            return (
+                f"tool {binding.name!r} asks for confirmation before it acts, and this call "
+                "runs outside a run that could give it; it was not run"
+            )
+        use = ToolUse(context.tool_use_id, binding.tool.name, arguments, self.server.name)
+        decision = context.confirm(use, context)
+        if isinstance(decision, Deny):
+            why = f": {decision.message}" if decision.message else ""
+            return f"the call of tool {binding.name!r} was denied{why}; it was not run"
+        if context.cancelled.is_set():  # allowed too late: the run answered it already
+            return f"the run stopped waiting for tool {binding.name!r}; it was not run"
+        return None
 
 
 def result_of(tool_use_id: str, answer: McpToolResult) -> ToolResult:

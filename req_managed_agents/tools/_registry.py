@@ -27,7 +27,7 @@ from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._show import Shown
 from req_managed_agents.model._vocabulary import ToolResult
 from req_managed_agents.tools._handler import ToolContext, ToolOutput, content_blocks
-from req_managed_agents.tools._mcp import McpBinding, McpSource
+from req_managed_agents.tools._mcp import McpBinding, McpConfirm, McpSource
 from req_managed_agents.tools._schema import FunctionSchema, function_schema
 from req_managed_agents.tools._validation import validate
 
@@ -120,9 +120,17 @@ class Tools(Shown):
         *,
         prefix: str | None = None,
         allow: Iterable[str] | None = None,
+        confirm: McpConfirm = "destructive",
     ) -> None:
         """Offer the agent the tools of an MCP server (``allow``: only the tools it names,
         by the server's names), each declared as ``prefix`` plus its name.
+
+        ``confirm`` says which tools ask the run before each call (see
+        :data:`~req_managed_agents.tools._mcp.McpConfirm`): by default those the server
+        annotates ``destructiveHint`` and not ``readOnlyHint``. The run answers as for a
+        provider tool asking permission - the handler's ``handle_confirmation``, else the
+        session's ``confirm=`` policy, under which ``"raise"`` denies - and a denied call
+        is an ``is_error`` result with the deny message; the server never sees it.
 
         The server is not started here: its tools are listed when :meth:`schemas` is first
         read or a call needs them. Each keeps the server's input schema (the agent's
@@ -134,7 +142,7 @@ class Tools(Shown):
         before anything is sent: include one of them with a ``prefix``. The server stays
         the caller's to close (``with McpServer(...) as server:``).
         """
-        source = McpSource(server, prefix or "", allow)
+        source = McpSource(server, prefix or "", allow, confirm)
         with self._lock:
             self._sources.append(source)
 

@@ -162,7 +162,7 @@ def test_arguments_are_checked_against_the_servers_schema_before_the_call(
 
 def test_results_become_the_librarys_content_blocks(server: McpServer) -> None:
     tools = Tools()
-    tools.include(server)
+    tools.include(server, confirm="never")  # `fail` is destructive: no run here to ask
 
     pixel = _result(tools, "pixel", {})
     assert not pixel.is_error

@@ -97,7 +97,8 @@ def _run(runtime: _Runtime, turns: list[dict[str, Any]], tools: Tools, **options
 def python_tools(request: pytest.FixtureRequest) -> Iterator[Tools]:
     with python_server(request.param) as server:
         tools = Tools()
-        tools.include(server, allow=["echo", "pixel", "forecast", "totals", "fail", "media"])
+        allow = ["echo", "pixel", "forecast", "totals", "fail", "media"]
+        tools.include(server, allow=allow, confirm="never")  # `fail` is marked destructive
         yield tools
 
 
@@ -159,7 +160,8 @@ def test_the_filesystem_servers_tools_act_once_on_real_files(
         {"tool_calls": [call("fs_read_text_file", path=str(folder / "missing.txt"))]},
         {"text": _echo_texts},
     ]
-    result = _run(runtime, turns, tools)
+    # write_file is destructive: it asks, and the session's policy allows it.
+    result = _run(runtime, turns, tools, confirm="allow")
 
     assert result.terminal == "end_turn"
     assert path.read_text() == "one"

@@ -11,7 +11,7 @@ import base64
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.elicitation import ElicitationResult
@@ -34,7 +34,20 @@ PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 )
 
-server = MCPServer("python-test-server")
+# The markers of the `wait` calls in flight, by request id: a `notifications/cancelled`
+# naming one writes `<marker>.told`, so a test can tell it from a shutdown's cancellation.
+WAITING: dict[str, Path] = {}
+
+
+async def note_cancellations(ctx: Any, call_next: Any) -> Any:
+    if ctx.method == "notifications/cancelled" and isinstance(ctx.params, dict):
+        marker = WAITING.get(str(ctx.params.get("requestId")))
+        if marker is not None:
+            marker.with_name(marker.name + ".told").write_text(str(ctx.params.get("reason")))
+    return await call_next(ctx)
+
+
+server = MCPServer("python-test-server", middleware=[note_cancellations])
 
 
 class Forecast(BaseModel):
@@ -78,9 +91,13 @@ async def count(steps: int, ctx: Context) -> str:
     return f"counted {steps}"
 
 
-@server.tool(description="Wait until cancelled; writes `marker` when it starts and when cancelled.")
+@server.tool(
+    description="Wait until cancelled; writes `marker` when it starts and when cancelled "
+    "(and `marker.told` when notifications/cancelled named the call)."
+)
 async def wait(marker: str, ctx: Context) -> str:
     path = Path(marker)
+    WAITING[str(ctx.request_id)] = path
     path.write_text("started")
     await ctx.report_progress(0, None, "waiting")
     try:
