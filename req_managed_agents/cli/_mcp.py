@@ -31,7 +31,10 @@ __all__ = [
     "spec_declarations",
 ]
 
-SERVER_KEYS = frozenset({"command", "args", "env", "prefix", "allow"})
+SERVER_KEYS = frozenset({"command", "args", "env", "prefix", "allow", "confirm"})
+_CONFIRMS = ("destructive", "always", "never")
+# What include() takes besides the server: prefix, allow and confirm.
+_Include = dict[str, Any]
 """The members of one ``"mcp_servers"`` entry of a spec file."""
 
 _FLAG_HINT = (
@@ -49,14 +52,16 @@ def add_mcp_flag(parser: argparse.ArgumentParser) -> None:
         metavar="'CMD ARGS'",
         help="a local MCP server to start: its command line, split as a shell would, or a "
         'JSON object as in a spec\'s "mcp_servers" ({"command", "args", "env", "prefix", '
-        '"allow"}); its tools join --tools, under their own names unless a prefix is given. '
-        "Repeatable",
+        '"allow", "confirm"}); its tools join --tools, under their own names unless a prefix '
+        'is given; those it marks destructive are denied unless "confirm" is "never" (or '
+        "--tools has handle_confirmation). Repeatable",
     )
 
 
-def server_entry(where: str, entry: Any) -> tuple[Any, str | None, list[str] | None]:
-    """``(McpServer, prefix, allow)`` from one spec entry ``{"command", "args", "env",
-    "prefix", "allow"}``; a member of the wrong shape raises ``ValueError`` naming it."""
+def server_entry(where: str, entry: Any) -> tuple[Any, _Include]:
+    """``(McpServer, include options)`` from one spec entry ``{"command", "args", "env",
+    "prefix", "allow", "confirm"}``; a member of the wrong shape raises ``ValueError``
+    naming it."""
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where} must be an object with a command")
     unknown = sorted(set(entry) - SERVER_KEYS)
@@ -74,9 +79,13 @@ def server_entry(where: str, entry: Any) -> tuple[Any, str | None, list[str] | N
         raise ValueError(f'{where}."prefix" must be a string')
     if allow is not None and not _strings(allow):
         raise ValueError(f'{where}."allow" must be an array of tool names')
+    confirm = entry.get("confirm", "destructive")
+    if confirm not in _CONFIRMS:
+        raise ValueError(f'{where}."confirm" must be one of {", ".join(map(repr, _CONFIRMS))}')
     from req_managed_agents.mcp import McpServer
 
-    return McpServer(command, args, env=env), prefix, allow
+    options = {"prefix": prefix, "allow": allow, "confirm": confirm}
+    return McpServer(command, args, env=env), options
 
 
 def spec_declarations(where: str, entries: list[Any]) -> list[dict[str, Any]]:
@@ -86,9 +95,9 @@ def spec_declarations(where: str, entries: list[Any]) -> list[dict[str, Any]]:
     tools = Tools()
     with ExitStack() as stack:
         for index, entry in enumerate(entries):
-            server, prefix, allow = server_entry(f"{where}[{index}]", entry)
+            server, options = server_entry(f"{where}[{index}]", entry)
             try:
-                tools.include(stack.enter_context(server), prefix=prefix, allow=allow)
+                tools.include(stack.enter_context(server), **options)
             except ConfigurationError as exc:
                 raise ValueError(f'{where}[{index}]."prefix": {exc}') from None
         return _declared(tools)
@@ -98,9 +107,10 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def _flag_server(text: str) -> tuple[Any, str | None, list[str] | None]:
-    """``(McpServer, prefix, allow)`` from a command line, or from a JSON object written
-    as a spec's ``"mcp_servers"`` entry (for a prefix, an allow list or variables)."""
+def _flag_server(text: str) -> tuple[Any, _Include]:
+    """``(McpServer, include options)`` from a command line, or from a JSON object written
+    as a spec's ``"mcp_servers"`` entry (for a prefix, an allow list, variables or
+    ``confirm``)."""
     if text.lstrip().startswith("{"):
         try:
             return server_entry("--mcp", json.loads(text))
@@ -114,7 +124,7 @@ def _flag_server(text: str) -> tuple[Any, str | None, list[str] | None]:
         raise CliError("--mcp needs a command", hint=_FLAG_HINT)
     from req_managed_agents.mcp import McpServer
 
-    return McpServer(words[0], words[1:]), None, None
+    return McpServer(words[0], words[1:]), {}
 
 
 def include_servers(handler: Handler, commands: list[str], stack: ExitStack) -> Handler:
@@ -128,9 +138,9 @@ def include_servers(handler: Handler, commands: list[str], stack: ExitStack) -> 
             hint="name a Tools registry with --tools, or leave --tools out",
         )
     servers = [_flag_server(text) for text in commands]
-    for server, prefix, allow in servers:
+    for server, options in servers:
         try:
-            handler.include(stack.enter_context(server), prefix=prefix, allow=allow)
+            handler.include(stack.enter_context(server), **options)
         except ConfigurationError as exc:
             raise CliError(f"--mcp: {exc}", hint=_FLAG_HINT) from None
     _declared(handler)

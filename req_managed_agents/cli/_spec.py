@@ -38,7 +38,8 @@ spec file (JSON):
          "args": ["-y", "PACKAGE", "DIR"],   list them). Only "command" is required;
          "env": {"TOKEN": "..."},            a run names the same server with --mcp
          "prefix": "files_",                 'CMD ARGS', or --mcp 'JSON' when it has a
-         "allow": ["read_text_file"]}        prefix or allow (the same object)
+         "allow": ["read_text_file"],        prefix, allow or confirm (the same object);
+         "confirm": "destructive"}           "never": its destructive tools run unasked
       ],
       "model_config": {"effort": "high"}     default null: more model settings
     },

@@ -163,6 +163,25 @@ def test_run_with_the_spec_entry_as_json_calls_the_prefixed_tool(
     assert (tool_call["name"], tool_call["result"]) == ("py_echo", "prefixed")
 
 
+@pytest.mark.parametrize(("confirm", "denied"), [(None, True), ("never", False)])
+def test_a_destructive_tool_runs_from_the_cli_only_when_its_entry_says_confirm_never(
+    claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str], confirm: str | None, denied: bool
+) -> None:
+    # The server marks "fail" destructive; rma run has no one to ask, so it is denied unless
+    # the entry lets it run unasked (then it runs, and fails as it always does).
+    script = [Turn(tool_calls=[call("fail", reason="test")]), Turn(text="done")]
+    argv = ["--agent-id", claude.add_agent(script), "--environment-id", claude.add_environment()]
+    entry = {"command": sys.executable, "args": [str(SERVER)]}
+    if confirm is not None:
+        entry["confirm"] = confirm
+    code = _cli.main(["run", *argv, "--mcp", json.dumps(entry), "--json", "Fail"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, result
+    (tool_call,) = result["tool_calls"]
+    assert tool_call["is_error"]
+    assert ("was denied" in tool_call["result"]) is denied, tool_call["result"]
+
+
 @pytest.mark.parametrize(
     ("servers", "fragment"),
     [
@@ -173,6 +192,7 @@ def test_run_with_the_spec_entry_as_json_calls_the_prefixed_tool(
         ([{"command": "npx", "env": {"A": 1}}], '"env" must be an object of strings'),
         ([{"command": "npx", "allow": "echo"}], '"allow" must be an array of tool names'),
         ([{"command": "npx", "colour": "red"}], "unknown member(s) 'colour'"),
+        ([{"command": "npx", "confirm": "ask"}], '"confirm" must be one of'),
         ([{"command": "npx", "prefix": "mcp__"}], "[0].\"prefix\": prefix 'mcp__' must be"),
         ([{"command": "/no/such/mcp-server"}], "could not start '/no/such/mcp-server'"),
     ],
