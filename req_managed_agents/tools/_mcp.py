@@ -16,6 +16,8 @@ reaches the server (see :data:`McpConfirm`). Annotations are the server's hints,
 guarantees: a server that marks nothing destructive asks nothing unless ``"always"``.
 
 The list is read again after the server says it changed (see :meth:`McpSource.bindings`).
+In a run, the server's progress notifications for a call reach the run as
+:class:`~req_managed_agents.model.ToolCallProgress` items (``ToolContext.report_progress``).
 
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
 :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
