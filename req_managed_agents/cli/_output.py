@@ -22,6 +22,7 @@ from req_managed_agents.model._stream import (
     TextDelta,
     TextReset,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnEnded,
 )
@@ -190,6 +191,10 @@ class Display:
         elif isinstance(item, ToolCallFinished):
             verdict = "failed" if item.result.is_error else "returned"
             text = f"  <- {item.tool_use.name} {verdict} {_clip(json.dumps(item.result.content))}"
+        elif isinstance(item, ToolCallProgress):
+            total = "" if item.total is None else f"/{item.total:g}"
+            said = f" {_clip(item.message)}" if item.message else ""
+            text = f"  .. {item.tool_use.name} {item.progress:g}{total}{said}"
         elif isinstance(item, ConfirmationAnswered):
             decision = item.decision
             answer = (

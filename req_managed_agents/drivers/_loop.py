@@ -363,6 +363,7 @@ class TurnLoop:
                 guard=_LedgerGuard(ledger, session_id, takeovers),
                 on_unknown=policy,
                 confirm=local_confirmation(self.handler, self.settings.confirm),
+                on_progress=run.emit,
             )
             answers.update((use.id, result) for use, result in zip(new, results))
             run.tool_uses.extend(new)

@@ -74,6 +74,8 @@ class Run:
     _message: str | None = field(default=None, init=False, repr=False)
     _finished: bool = field(default=False, init=False, repr=False)
     _items_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # One item at a time through the sinks: a tool's progress comes from its own thread.
+    _emit_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tracker = TextTracker(self.emit)
@@ -89,7 +91,12 @@ class Run:
 
         A ``TurnEnded`` reaches the consumer only with the next item, or once the run's
         result is set: the last item of a run must never come before its result, or a
-        consumer that stops at it would seem to walk away from a run still going."""
+        consumer that stops at it would seem to walk away from a run still going.
+        Safe from any thread (a tool call reports its progress from its own)."""
+        with self._emit_lock:
+            self._emit(item)
+
+    def _emit(self, item: StreamItem) -> None:
         if self.on_text is not None and isinstance(item, TextDelta):
             new_message = self._message is not None and item.message != self._message
             self._message = item.message

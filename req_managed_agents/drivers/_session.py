@@ -198,10 +198,11 @@ class Session:
         self, prompt: str | None = None, *, timeout: float | None = None
     ) -> Iterator[StreamItem]:
         """Run a prompt and yield what happens as it happens: :class:`TextDelta` (and
-        :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted` and
-        :class:`ToolCallFinished`, :class:`ConfirmationAnswered`, :class:`HookEvent` (a
-        harness hook that ran, before its turn's end), :class:`TurnEnded`, and last the
-        :class:`SessionResult`. Each item comes once, though provider events may repeat.
+        :class:`TextReset`, :class:`MessageDone`), :class:`ToolCallStarted`,
+        :class:`ToolCallProgress` (a running tool's report) and :class:`ToolCallFinished`,
+        :class:`ConfirmationAnswered`, :class:`HookEvent` (a harness hook that ran, before
+        its turn's end), :class:`TurnEnded`, and last the :class:`SessionResult`.
+        Each item comes once, though provider events may repeat.
 
         The run starts when iteration does. Breaking out of the loop (or closing the
         generator, as a web server does when its client goes away) stops the run, remote

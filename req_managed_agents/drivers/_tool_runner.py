@@ -32,6 +32,7 @@ from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger, redact
 from req_managed_agents.drivers._ledger import UnfinishedPolicy
 from req_managed_agents.errors import UnfinishedToolCallError
+from req_managed_agents.model._stream import ToolCallProgress
 from req_managed_agents.model._vocabulary import Decision, SessionInfo, ToolResult, ToolUse
 from req_managed_agents.tools._handler import (
     Handler,
@@ -92,6 +93,28 @@ class _Call:
     failure: BaseException | None = None  # ends the whole run once the call settles
 
 
+def _context(
+    tool_use: ToolUse,
+    info: SessionInfo,
+    confirm: Confirm | None,
+    on_progress: Callable[[ToolCallProgress], None] | None,
+) -> ToolContext:
+    """One call's context; its progress reports go to ``on_progress`` until the run stops
+    waiting for the call (a report after that would come after the call's answer)."""
+    cancelled = threading.Event()
+    if on_progress is None:
+        return ToolContext(tool_use.id, info, cancelled, confirm=confirm)
+    report = on_progress
+
+    def report_progress(progress: float, total: float | None, message: str | None) -> None:
+        if not cancelled.is_set():
+            report(ToolCallProgress(tool_use, progress, total, message))
+
+    return ToolContext(
+        tool_use.id, info, cancelled, confirm=confirm, report_progress=report_progress
+    )
+
+
 class _Turn:
     """The calls of one turn and the concurrency slots they share, under one condition."""
 
@@ -105,12 +128,13 @@ class _Turn:
         guard: CallGuard | None,
         on_unknown: UnfinishedPolicy,
         confirm: Confirm | None,
+        on_progress: Callable[[ToolCallProgress], None] | None,
     ) -> None:
         self.handler = handler
         self.info = info
         self.on_unknown = on_unknown
         self.calls = [
-            _Call(tool_use, ToolContext(tool_use.id, info, confirm=confirm))
+            _Call(tool_use, _context(tool_use, info, confirm, on_progress))
             for tool_use in tool_uses
         ]
         self.waiting = list(self.calls)
@@ -264,6 +288,7 @@ def run_tools(
     guard: CallGuard | None = None,
     on_unknown: UnfinishedPolicy = "error",
     confirm: Confirm | None = None,
+    on_progress: Callable[[ToolCallProgress], None] | None = None,
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
 
@@ -274,12 +299,21 @@ def run_tools(
     as it starts and as its result is in (a timed-out call finishes with its timeout
     error), on the calling thread, in the order they happened. ``on_unknown`` answers a
     call whose handler raised :class:`ToolOutcomeUnknownError` (see the module's docstring);
-    ``confirm`` becomes each call's ``ToolContext.confirm``.
+    ``confirm`` becomes each call's ``ToolContext.confirm``; ``on_progress`` hears each
+    call's ``ToolContext.report_progress``, on the reporting thread.
     """
     if max_concurrency < 1:
         raise ValueError("max_concurrency must be at least 1")
     turn = _Turn(
-        handler, tool_uses, info, max_concurrency, telemetry_metadata, guard, on_unknown, confirm
+        handler,
+        tool_uses,
+        info,
+        max_concurrency,
+        telemetry_metadata,
+        guard,
+        on_unknown,
+        confirm,
+        on_progress,
     )
     with turn.condition:
         try:

@@ -10,6 +10,7 @@ from req_managed_agents.model._stream import (
     TextDelta,
     TextReset,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnEnded,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "TextDelta",
     "TextReset",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
     "ToolResult",
     "ToolUse",

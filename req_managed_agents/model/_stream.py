@@ -41,6 +41,7 @@ __all__ = [
     "TextReset",
     "TextTracker",
     "ToolCallFinished",
+    "ToolCallProgress",
     "ToolCallStarted",
     "TurnEnded",
     "register_run_view",
@@ -88,6 +89,19 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class ToolCallProgress:
+    """A running local tool call said how far it is (an MCP server's progress report,
+    through ``ToolContext.report_progress``): ``progress`` grows, ``total`` is its end
+    when known, ``message`` the tool's own words. It comes between the call's
+    :class:`ToolCallStarted` and :class:`ToolCallFinished`, from the tool's thread."""
+
+    tool_use: ToolUse
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class ConfirmationAnswered:
     """A provider tool that asks for permission was allowed or denied."""
 
@@ -108,6 +122,7 @@ StreamItem = Union[
     TextReset,
     MessageDone,
     ToolCallStarted,
+    ToolCallProgress,
     ToolCallFinished,
     ConfirmationAnswered,
     HookEvent,

@@ -33,6 +33,7 @@ __all__ = [
     "ElicitationHandler",
     "EventHandler",
     "Handler",
+    "ProgressReport",
     "ToolContext",
     "ToolOutcomeUnknownError",
     "ToolOutput",
@@ -41,6 +42,10 @@ __all__ = [
     "describe_exception",
     "invoke_tool",
 ]
+
+
+ProgressReport = Callable[[float, Union[float, None], Union[str, None]], None]
+"""``ToolContext.report_progress``: called as ``(progress, total, message)``."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,12 @@ class ToolContext:
     session's ``confirm=`` policy (``"raise"`` denies here: a local call cannot pause the
     turn). A local tool that must not act unasked - an MCP server's destructive tool -
     calls it before acting; ``None`` outside a run.
+
+    ``report_progress(progress, total, message)``, set by a run, tells the run how far a
+    long call is: each report becomes a :class:`~req_managed_agents.model.ToolCallProgress`
+    item of the run's stream (and its verbose display), from whichever thread reports.
+    ``progress`` grows; ``total`` (or None) and ``message`` (or None) are optional. An
+    included MCP server's progress notifications arrive this way. ``None`` outside a run.
     """
 
     tool_use_id: str
@@ -64,6 +75,7 @@ class ToolContext:
     confirm: Callable[[ToolUse, ToolContext], Decision] | None = field(
         default=None, compare=False, repr=False
     )
+    report_progress: ProgressReport | None = field(default=None, compare=False, repr=False)
 
 
 class ToolOutcomeUnknownError(ManagedAgentsError):

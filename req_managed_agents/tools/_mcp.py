@@ -16,6 +16,8 @@ reaches the server (see :data:`McpConfirm`). Annotations are the server's hints,
 guarantees: a server that marks nothing destructive asks nothing unless ``"always"``.
 
 The list is read again after the server says it changed (see :meth:`McpSource.bindings`).
+In a run, the server's progress notifications for a call reach the run as
+:class:`~req_managed_agents.model.ToolCallProgress` items (``ToolContext.report_progress``).
 
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
 :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
@@ -197,15 +199,24 @@ class McpSource:
         self, binding: McpBinding, arguments: Mapping[str, Any], context: ToolContext
     ) -> ToolResult:
         """Call the server's tool; a refusal, a timeout or a cancellation is an
-        ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknownError`."""
+        ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknownError`.
+        The server's progress notifications go to ``context.report_progress``."""
         from req_managed_agents.mcp import McpConnectionLost, McpServerError
 
         denied = self._denied(binding, arguments, context)
         if denied is not None:
             return ToolResult(context.tool_use_id, denied, is_error=True)
+        report = context.report_progress
         try:
             answer = self.server.call_tool(
-                binding.tool.name, arguments, cancelled=context.cancelled
+                binding.tool.name,
+                arguments,
+                cancelled=context.cancelled,
+                on_progress=(
+                    None
+                    if report is None
+                    else lambda sent: report(sent.progress, sent.total, sent.message)
+                ),
             )
         except McpConnectionLost as lost:
             raise ToolOutcomeUnknownError(str(lost)) from lost

@@ -278,3 +278,16 @@ def test_worker_calls_the_tool_of_an_mcp_server(
 
 def _stopped(emulator: ClaudeEmulator) -> bool:
     return any(item["state"] == "stopped" for item in emulator.work_items())
+
+
+def test_verbose_shows_a_local_tools_progress(
+    claude: ClaudeEmulator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counting = [Turn(tool_calls=[call("count", steps=2)]), Turn(text="Counted.")]
+    agent = claude.add_agent(counting)
+    session = ["--agent-id", agent, "--environment-id", claude.add_environment()]
+    code = _cli.main(["run", *session, "--mcp", MCP, "--verbose", "Count"])
+    shown = capsys.readouterr()
+    assert code == 0, shown.err
+    assert "  .. count 1/2 step 1\n" in shown.out
+    assert "  .. count 2/2 step 2\n" in shown.out

@@ -284,3 +284,42 @@ def test_a_run_stopped_during_a_long_call_cancels_it_and_leaves_no_child(
         assert eventually(lambda: marker.read_text() == "cancelled")
         assert _alive(child)  # the server is the caller's until its with block ends
     assert eventually(lambda: not _alive(child))
+
+
+@pytest.fixture(scope="module")
+def everything_tools() -> Iterator[Tools]:
+    node, entry = npm_server("server-everything")
+    with McpServer(node, [entry, "stdio"], name="everything") as server:
+        tools = Tools()
+        tools.include(server, allow=["echo", "get-tiny-image", "get-structured-content"])
+        yield tools
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
+def test_the_everything_servers_results_reach_each_runtime_in_its_shapes(
+    runtime: _Runtime, everything_tools: Tools
+) -> None:
+    calls = [
+        call("echo", message="hi"),
+        call("get-tiny-image"),
+        call("get-structured-content", location="New York"),
+        call("echo"),  # no message: the server's input validation fails the call
+    ]
+    result = _run(runtime, [{"tool_calls": calls}, {"text": _echo_texts}], everything_tools)
+
+    assert result.terminal == "end_turn"
+    echo, image, weather, invalid = result.tool_results
+    assert (echo.content, echo.is_error) == ("Echo: hi", False)
+    texts = [block for block in image.blocks if isinstance(block, str)]
+    (logo,) = [block for block in image.blocks if isinstance(block, Image)]
+    assert texts == ["Here's the image you requested:", "The image above is the MCP logo."]
+    assert logo.media_type == "image/png"
+    assert logo.data.startswith(b"\x89PNG")
+    assert not image.is_error
+    assert set(json.loads(weather.content)) == {"temperature", "conditions", "humidity"}
+    assert invalid.is_error
+    assert "message" in invalid.content
+    # What the emulator got back, as its agent read it.
+    assert "Echo: hi" in result.text
+    assert "The image above is the MCP logo." in result.text
+    assert "humidity" in result.text
