@@ -48,8 +48,11 @@ def test_of_two_workers_rerunning_an_unfinished_call_only_one_runs_it(tmp_path: 
     ]
     for worker in workers:
         worker.start()
+    # Six spawned interpreters on a loaded 2-core machine can take a minute to start; the
+    # bound only keeps a wedged one from hanging the suite.
     for worker in workers:
-        worker.join(30)
+        worker.join(180)
+    assert not any(worker.is_alive() for worker in workers), "a worker never finished"
     winners = []
     while not wins.empty():
         winners.append(wins.get())
