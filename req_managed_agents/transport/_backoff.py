@@ -35,6 +35,10 @@ from typing import Any
 
 __all__ = ["RetryPolicy", "SendBudget", "parse_retry_after", "parse_should_retry", "pause"]
 
+# Our own generator: jitter must not advance the caller's global ``random`` stream (a user's
+# seeded simulation, or hypothesis, would see its sequence change under a background retry).
+_JITTER = random.Random()
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -74,7 +78,7 @@ class RetryPolicy:
         if retry_after is not None:
             return max(0.0, retry_after)
         grown = min(self.cap, self.base * self.multiplier ** min(attempt, 64))
-        return grown * (1 - self.jitter * random.random())
+        return grown * (1 - self.jitter * _JITTER.random())
 
     def honours(self, retry_after: float | None) -> bool:
         """Whether a server's requested wait is one this loop will wait out."""

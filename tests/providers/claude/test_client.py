@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.policy
 import io
 import json
+import random
 import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
@@ -1143,6 +1144,23 @@ def test_backoff_grows_exponentially_with_bounded_jitter(
     first, second = sleeps
     assert 0.5 * 0.75 <= first <= 0.5
     assert 1.0 * 0.75 <= second <= 1.0
+
+
+def test_jitter_leaves_the_callers_random_stream_alone(
+    client: ClaudeClient, mock: responses.RequestsMock, sleeps: list[float]
+) -> None:
+    """A user's seeded ``random`` (a simulation, hypothesis) must see the same sequence
+    whether or not a retry of ours drew its jitter meanwhile."""
+    mock.add(responses.GET, API + "/v1/agents/agent_1", status=500, json=error_body())
+    random.seed(7)
+    expected = [random.random() for _ in range(3)]
+
+    random.seed(7)
+    with pytest.raises(ServerError):
+        client.get_agent("agent_1")
+
+    assert len(sleeps) == 2
+    assert [random.random() for _ in range(3)] == expected
 
 
 @pytest.mark.parametrize(
