@@ -22,7 +22,14 @@ from typing import Any
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger
-from req_managed_agents.drivers._confirm import DENIED_BY_POLICY, bad_hook, local_confirmation
+from req_managed_agents.drivers._confirm import (
+    DENIED_BY_POLICY,
+    ELICIT_ANSWERS,
+    ELICITATION_ANSWER_TYPES,
+    bad_hook,
+    local_confirmation,
+    local_elicitation,
+)
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import (
     RUNNING_ELSEWHERE,
@@ -50,10 +57,8 @@ from req_managed_agents.model._vocabulary import (
     Decision,
     Deny,
     Elicitation,
-    ElicitationAccept,
     ElicitationAnswer,
     ElicitationCancel,
-    ElicitationDecline,
     Outcome,
     SessionResult,
     ToolResult,
@@ -77,12 +82,6 @@ REPROMPT = (
     "You ended your turn without calling the `{tool}` tool. Call `{tool}` now with your "
     "final answer; the task is finished only when you do."
 )
-_ELICIT_ANSWERS: dict[str, ElicitationAnswer] = {
-    "accept": ElicitationAccept(),
-    "decline": ElicitationDecline(),
-    "cancel": ElicitationCancel(),
-}
-_ANSWER_TYPES: tuple[type, ...] = (ElicitationAccept, ElicitationDecline, ElicitationCancel)
 _log = get_logger(__name__)
 
 Meta = Callable[..., dict[str, Any]]
@@ -243,7 +242,7 @@ class TurnLoop:
             policy = self.settings.elicit
             if policy == "raise":
                 raise ElicitationRequiredError(elicitation, session_id=run.session_id)
-            return _ELICIT_ANSWERS[policy]
+            return ELICIT_ANSWERS[policy]
         context = ToolContext(elicitation.tool_use_id, conversation.info)
         try:
             answer = call_bounded(
@@ -258,7 +257,7 @@ class TurnLoop:
         except Exception as exc:  # a failing hook (or one out of time) cancels
             _log.warning("handle_elicitation failed (%s); cancelling", describe_exception(exc))
             return ElicitationCancel()
-        if isinstance(answer, _ANSWER_TYPES):  # a hook's return value is not trusted
+        if isinstance(answer, ELICITATION_ANSWER_TYPES):  # a hook's return value is not trusted
             return answer
         _log.warning("handle_elicitation returned %s; cancelling", type(answer).__name__)
         return ElicitationCancel()
@@ -363,6 +362,7 @@ class TurnLoop:
                 guard=_LedgerGuard(ledger, session_id, takeovers),
                 on_unknown=policy,
                 confirm=local_confirmation(self.handler, self.settings.confirm),
+                elicit=local_elicitation(self.handler, self.settings.elicit),
                 on_progress=run.emit,
             )
             answers.update((use.id, result) for use, result in zip(new, results))

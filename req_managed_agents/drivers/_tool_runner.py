@@ -33,7 +33,14 @@ from req_managed_agents._redact import get_logger, redact
 from req_managed_agents.drivers._ledger import UnfinishedPolicy
 from req_managed_agents.errors import UnfinishedToolCallError
 from req_managed_agents.model._stream import ToolCallProgress
-from req_managed_agents.model._vocabulary import Decision, SessionInfo, ToolResult, ToolUse
+from req_managed_agents.model._vocabulary import (
+    Decision,
+    Elicitation,
+    ElicitationAnswer,
+    SessionInfo,
+    ToolResult,
+    ToolUse,
+)
 from req_managed_agents.tools._handler import (
     Handler,
     ToolContext,
@@ -54,6 +61,7 @@ OUTCOME_UNKNOWN = (
 _log = get_logger(__name__)
 T = TypeVar("T")
 Confirm = Callable[[ToolUse, ToolContext], Decision]
+Elicit = Callable[[Elicitation, ToolContext], ElicitationAnswer]
 
 
 class ToolRunCancelled(Exception):
@@ -97,13 +105,14 @@ def _context(
     tool_use: ToolUse,
     info: SessionInfo,
     confirm: Confirm | None,
+    elicit: Elicit | None,
     on_progress: Callable[[ToolCallProgress], None] | None,
 ) -> ToolContext:
     """One call's context; its progress reports go to ``on_progress`` until the run stops
     waiting for the call (a report after that would come after the call's answer)."""
     cancelled = threading.Event()
     if on_progress is None:
-        return ToolContext(tool_use.id, info, cancelled, confirm=confirm)
+        return ToolContext(tool_use.id, info, cancelled, confirm=confirm, elicit=elicit)
     report = on_progress
 
     def report_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -111,7 +120,12 @@ def _context(
             report(ToolCallProgress(tool_use, progress, total, message))
 
     return ToolContext(
-        tool_use.id, info, cancelled, confirm=confirm, report_progress=report_progress
+        tool_use.id,
+        info,
+        cancelled,
+        confirm=confirm,
+        report_progress=report_progress,
+        elicit=elicit,
     )
 
 
@@ -128,13 +142,14 @@ class _Turn:
         guard: CallGuard | None,
         on_unknown: UnfinishedPolicy,
         confirm: Confirm | None,
+        elicit: Elicit | None,
         on_progress: Callable[[ToolCallProgress], None] | None,
     ) -> None:
         self.handler = handler
         self.info = info
         self.on_unknown = on_unknown
         self.calls = [
-            _Call(tool_use, _context(tool_use, info, confirm, on_progress))
+            _Call(tool_use, _context(tool_use, info, confirm, elicit, on_progress))
             for tool_use in tool_uses
         ]
         self.waiting = list(self.calls)
@@ -288,6 +303,7 @@ def run_tools(
     guard: CallGuard | None = None,
     on_unknown: UnfinishedPolicy = "error",
     confirm: Confirm | None = None,
+    elicit: Elicit | None = None,
     on_progress: Callable[[ToolCallProgress], None] | None = None,
 ) -> list[ToolResult]:
     """Run ``tool_uses`` (at most ``max_concurrency`` at once); results come back in order.
@@ -299,7 +315,8 @@ def run_tools(
     as it starts and as its result is in (a timed-out call finishes with its timeout
     error), on the calling thread, in the order they happened. ``on_unknown`` answers a
     call whose handler raised :class:`ToolOutcomeUnknownError` (see the module's docstring);
-    ``confirm`` becomes each call's ``ToolContext.confirm``; ``on_progress`` hears each
+    ``confirm`` and ``elicit`` become each call's ``ToolContext.confirm`` and ``.elicit``;
+    ``on_progress`` hears each
     call's ``ToolContext.report_progress``, on the reporting thread.
     """
     if max_concurrency < 1:
@@ -313,6 +330,7 @@ def run_tools(
         guard,
         on_unknown,
         confirm,
+        elicit,
         on_progress,
     )
     with turn.condition:

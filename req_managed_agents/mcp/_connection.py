@@ -55,13 +55,18 @@ class Transport(Protocol):
 
 
 class _Call:
-    __slots__ = ("answer", "done", "failure", "on_progress")
+    __slots__ = ("answer", "done", "failure", "on_elicitation", "on_progress")
 
-    def __init__(self, on_progress: Callable[[McpProgress], None] | None) -> None:
+    def __init__(
+        self,
+        on_progress: Callable[[McpProgress], None] | None,
+        on_elicitation: ElicitationCallback | None,
+    ) -> None:
         self.done = threading.Event()
         self.answer: dict[str, Any] | None = None
         self.failure: McpServerError | None = None
         self.on_progress = on_progress
+        self.on_elicitation = on_elicitation
 
 
 class Connection:
@@ -101,17 +106,21 @@ class Connection:
         timeout: float,
         cancelled: threading.Event | None = None,
         on_progress: Callable[[McpProgress], None] | None = None,
+        on_elicitation: ElicitationCallback | None = None,
         cancellable: bool = True,
     ) -> dict[str, Any]:
         """Send ``method`` and return its ``result``; a JSON-RPC error raises
         :class:`McpServerError` with its code. ``cancellable=False`` (the spec's rule
-        for ``initialize`` and ``server/discover``) sends no cancellation on giving up."""
+        for ``initialize`` and ``server/discover``) sends no cancellation on giving up.
+        ``on_elicitation`` answers the questions the server asks while it handles this
+        request (see :meth:`receive`)."""
         answer = self.exchange(
             method,
             params,
             timeout=timeout,
             cancelled=cancelled,
             on_progress=on_progress,
+            on_elicitation=on_elicitation,
             cancellable=cancellable,
         )
         error = answer.get("error")
@@ -136,6 +145,7 @@ class Connection:
         timeout: float,
         cancelled: threading.Event | None = None,
         on_progress: Callable[[McpProgress], None] | None = None,
+        on_elicitation: ElicitationCallback | None = None,
         cancellable: bool = True,
     ) -> dict[str, Any]:
         """Send ``method`` and return the server's whole answer (``result`` or ``error``)."""
@@ -145,7 +155,7 @@ class Connection:
         meta = dict(params.get("_meta") or {})
         for key, value in (self.meta or {}).items():
             meta.setdefault(key, value)
-        call = _Call(on_progress)
+        call = _Call(on_progress, on_elicitation)
         token = f"rma-{request_id}" if on_progress is not None else None
         if token is not None:
             meta["progressToken"] = token
@@ -211,8 +221,14 @@ class Connection:
             call.done.wait(min(CANCEL_WATCH.delay(quiet), left))
             quiet += 1
 
-    def receive(self, message: Any) -> None:
-        """Route one message from the server (called on the transport's thread)."""
+    def receive(self, message: Any, related: int | None = None) -> None:
+        """Route one message from the server (called on the transport's thread).
+
+        ``related`` is the request whose answer stream carried it (streamable HTTP). A
+        question for a person (``elicitation/create``) goes to that request's
+        ``on_elicitation``; without one (stdio) to the only request in flight that has one;
+        failing both - two could be asking - to the server's own ``on_elicitation``, else
+        it is declined."""
         if not isinstance(message, dict):
             self._log.warning("MCP server %r sent a non-object message; ignored", self.server)
             return
@@ -221,7 +237,7 @@ class Connection:
             params = message.get("params")
             params = params if isinstance(params, dict) else {}
             if "id" in message:
-                self._serve(message["id"], method, params)
+                self._serve(message["id"], method, params, related)
             else:
                 self._notified(method, params)
             return
@@ -251,13 +267,17 @@ class Connection:
             call.failure = McpConnectionLost(reason, server=self.server)
             call.done.set()
 
-    def elicit(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The answer to an elicitation: the caller's ``on_elicitation``, else a decline. A
-        callback that raises or answers something unusable cancels."""
-        if self._on_elicitation is None:
+    def elicit(
+        self, params: Mapping[str, Any], answerer: ElicitationCallback | None = None
+    ) -> dict[str, Any]:
+        """The answer to an elicitation: ``answerer`` (a request's own), else the server's
+        ``on_elicitation``, else a decline. A callback that raises or answers something
+        unusable cancels."""
+        answerer = answerer or self._on_elicitation
+        if answerer is None:
             return {"action": "decline"}
         try:
-            answer = dict(self._on_elicitation(params))
+            answer = dict(answerer(params))
         except Exception:
             self._log.exception("on_elicitation failed for MCP server %r", self.server)
             return {"action": "cancel"}
@@ -266,18 +286,39 @@ class Connection:
             return {"action": "cancel"}
         return answer
 
-    def _serve(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+    def _serve(
+        self, request_id: Any, method: str, params: dict[str, Any], related: int | None
+    ) -> None:
         if method == "ping":
             self._answer(wire.result_answer(request_id, {}))
         elif method == "elicitation/create":
+            answerer = self._answerer(related)
             # A person may take minutes: never on the reader thread.
             threading.Thread(
-                target=lambda: self._answer(wire.result_answer(request_id, self.elicit(params))),
+                target=lambda: self._answer(
+                    wire.result_answer(request_id, self.elicit(params, answerer))
+                ),
                 name=f"rma-mcp-elicit-{self.server}",
                 daemon=True,
             ).start()
         else:
             self._answer(wire.error_answer(request_id, wire.METHOD_NOT_FOUND, method))
+
+    def _answerer(self, related: int | None) -> ElicitationCallback | None:
+        """Which request's ``on_elicitation`` a question belongs to (see :meth:`receive`)."""
+        with self._lock:
+            call = self._calls.get(related) if related is not None else None
+            if call is not None:
+                return call.on_elicitation
+            asking = [c.on_elicitation for c in self._calls.values() if c.on_elicitation]
+        if len(asking) > 1:
+            self._log.warning(
+                "MCP server %r asks a person while %d of its calls could be asking; "
+                "not routed to any of them",
+                self.server,
+                len(asking),
+            )
+        return asking[0] if len(asking) == 1 else None
 
     def _answer(self, message: dict[str, Any]) -> None:
         try:

@@ -221,7 +221,7 @@ class HttpTransport:
 
     def _deliver(self, message: Any, request_id: int) -> bool:
         """Hand ``message`` over; whether it was the answer this stream waits for."""
-        self._connection.receive(message)
+        self._connection.receive(message, related=request_id)
         return (
             isinstance(message, dict)
             and message.get("id") == request_id

@@ -50,8 +50,10 @@ class McpServer:
     """An MCP server run as a child process over stdio (``McpServer("npx", ["-y", "pkg"])``)
     or reached over streamable HTTP (:meth:`http`). Thread-safe; every request waits at
     most ``timeout`` seconds unless it says otherwise. ``on_elicitation`` answers a
-    server's question to a person (its params in, ``{"action": ...}`` out); without it the
-    client does not offer elicitation, and declines one it is sent anyway."""
+    server's question to a person (its params in - a form's ``requestedSchema``, or
+    ``mode: "url"`` and a ``url`` - and ``{"action": ...}`` out) unless the call it belongs
+    to has its own (:meth:`call_tool`); without either the client does not offer
+    elicitation (see :meth:`offer_elicitation`), and declines one it is sent anyway."""
 
     def __init__(
         self,
@@ -109,6 +111,7 @@ class McpServer:
         self.name = name
         self.timeout = timeout
         self._on_elicitation = on_elicitation
+        self._offers_elicitation = on_elicitation is not None
         self._restart = restart
         self._factory = factory
         self._lock = threading.Lock()
@@ -149,6 +152,14 @@ class McpServer:
         """Whether the tool list changed since :meth:`list_tools` last began."""
         return self._changes != self._changes_seen
 
+    def offer_elicitation(self) -> None:
+        """Tell the server, when it starts, that this client answers questions for a person
+        (form and URL elicitation) even without ``on_elicitation``: the questions then go to
+        the ``on_elicitation`` of the call they belong to. ``Tools.include`` does this, so
+        that a run's ``handle_elicitation`` answers them. A server already running hears of
+        it only when it next starts."""
+        self._offers_elicitation = True
+
     def start(self) -> None:
         """Start the server now rather than on first use."""
         self._connected(time.monotonic() + self.timeout)
@@ -184,12 +195,16 @@ class McpServer:
         timeout: float | None = None,
         cancelled: threading.Event | None = None,
         on_progress: Callable[[McpProgress], None] | None = None,
+        on_elicitation: ElicitationCallback | None = None,
     ) -> McpToolResult:
         """Call tool ``name``. A tool's own failure is a result with ``is_error``; a refused
         call raises :class:`McpServerError` (its JSON-RPC code), a server that died
         mid-call :class:`McpConnectionLost`. Setting ``cancelled`` abandons the call: the
         server is told and :class:`McpServerError` is raised. ``on_progress`` gets the
-        server's progress reports (on the transport's thread: keep it quick)."""
+        server's progress reports (on the transport's thread: keep it quick).
+        ``on_elicitation`` answers the questions the server asks during this call, in place
+        of the server's own; over stdio a question is known to be this call's only while no
+        other call that has one is in flight (else the server's answers it)."""
         deadline = time.monotonic() + (timeout or self.timeout)
         connection = self._connected(deadline)
         call: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
@@ -201,11 +216,13 @@ class McpServer:
                 timeout=_left(deadline),
                 cancelled=cancelled,
                 on_progress=on_progress,
+                on_elicitation=on_elicitation,
             )
             if result.get("resultType") != "input_required":
                 self._deaths = 0
                 return McpToolResult.from_wire(result)
-            params = {**call, "inputResponses": self._answers(connection, result)}
+            answers = self._answers(connection, result, on_elicitation)
+            params = {**call, "inputResponses": answers}
             if isinstance(result.get("requestState"), str):
                 params["requestState"] = result["requestState"]
         raise McpServerError(
@@ -223,7 +240,12 @@ class McpServer:
         if transport is not None:
             transport.close()
 
-    def _answers(self, connection: Connection, result: Mapping[str, Any]) -> dict[str, Any]:
+    def _answers(
+        self,
+        connection: Connection,
+        result: Mapping[str, Any],
+        on_elicitation: ElicitationCallback | None,
+    ) -> dict[str, Any]:
         """The stateless era's answers to a result asking for input."""
         asked = result.get("inputRequests")
         answers: dict[str, Any] = {}
@@ -234,7 +256,8 @@ class McpServer:
                     f"asks for {method!r}, which this client does not offer", server=self.name
                 )
             params = request.get("params")
-            answers[key] = connection.elicit(params if isinstance(params, dict) else {})
+            asked_params = params if isinstance(params, dict) else {}
+            answers[key] = connection.elicit(asked_params, on_elicitation)
         return answers
 
     def _connected(self, deadline: float) -> Connection:
@@ -278,7 +301,7 @@ class McpServer:
         connection.transport = transport
         self._connection, self._transport = connection, transport
         capabilities: dict[str, Any] = (
-            {"elicitation": {}} if self._on_elicitation is not None else {}
+            {"elicitation": {"form": {}, "url": {}}} if self._offers_elicitation else {}
         )
         try:
             if isinstance(transport, StdioTransport):

@@ -158,10 +158,12 @@ class ToolResult(Shown):
 
 @dataclass(frozen=True)
 class Elicitation:
-    """An MCP server asks a person to act - sign in or consent at a link - before a tool
-    call can finish (Claude on Bedrock's ``agent.mcp_elicitation``). Show the person the
-    whole ``url`` and ``server_name`` as untrusted text, never fetch it; ``message`` is the
-    server's plain text. ``tool_use_id`` is the waiting ``agent.mcp_tool_use``."""
+    """An MCP server asks a person something before a tool call can finish: to act at a
+    link - sign in, consent - (``url``; Claude on Bedrock's ``agent.mcp_elicitation``, or a
+    local server's URL-mode request), or to fill in a form (``requested_schema``: a flat
+    JSON Schema object of strings, numbers, booleans and enums; a local server's form-mode
+    request). Show the person ``url``, ``message`` and ``server_name`` as untrusted text and
+    never fetch the link. ``tool_use_id`` is the waiting tool call."""
 
     id: str
     server_name: str
@@ -169,12 +171,15 @@ class Elicitation:
     url: str | None
     message: str = ""
     session_thread_id: str | None = None
+    requested_schema: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
 class ElicitationAccept:
-    """The person acted (or needs a new link): the service makes the call again."""
+    """The person acted (or needs a new link): the service makes the call again. For a
+    form, ``content`` holds the answers, keyed as the form's ``requested_schema`` asks."""
 
+    content: Mapping[str, Any] | None = field(default=None, hash=False)
     type: ClassVar[str] = "accept"
 
 

@@ -67,6 +67,11 @@ class ToolContext:
     item of the run's stream (and its verbose display), from whichever thread reports.
     ``progress`` grows; ``total`` (or None) and ``message`` (or None) are optional. An
     included MCP server's progress notifications arrive this way. ``None`` outside a run.
+
+    ``elicit(elicitation, context)``, set by a run, asks a person through the run: the
+    handler's ``handle_elicitation`` if it has one, else the session's ``elicit=`` policy
+    (``"raise"`` declines here: a local call cannot pause the turn). An included MCP
+    server's questions (``elicitation/create``) arrive this way; ``None`` outside a run.
     """
 
     tool_use_id: str
@@ -76,6 +81,9 @@ class ToolContext:
         default=None, compare=False, repr=False
     )
     report_progress: ProgressReport | None = field(default=None, compare=False, repr=False)
+    elicit: Callable[[Elicitation, ToolContext], ElicitationAnswer] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 class ToolOutcomeUnknownError(ManagedAgentsError):

@@ -17,7 +17,11 @@ guarantees: a server that marks nothing destructive asks nothing unless ``"alway
 
 The list is read again after the server says it changed (see :meth:`McpSource.bindings`).
 In a run, the server's progress notifications for a call reach the run as
-:class:`~req_managed_agents.model.ToolCallProgress` items (``ToolContext.report_progress``).
+:class:`~req_managed_agents.model.ToolCallProgress` items (``ToolContext.report_progress``),
+and its questions for a person (``elicitation/create``, a form or a link) reach the
+handler's ``handle_elicitation`` as an :class:`~req_managed_agents.model.Elicitation`
+(``ToolContext.elicit``), else the session's ``elicit=`` policy; the server's ``timeout``
+bounds each call, the person's answer included.
 
 A server that died mid-call leaves the call's outcome unknown: the bridge raises
 :class:`~req_managed_agents.tools.ToolOutcomeUnknownError` and the tool runner applies the
@@ -32,6 +36,7 @@ import hashlib
 import json
 import re
 import threading
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -42,6 +47,9 @@ from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Deny,
     Document,
+    Elicitation,
+    ElicitationAccept,
+    ElicitationAnswer,
     Image,
     ToolResult,
     ToolUse,
@@ -144,6 +152,7 @@ class McpSource:
             raise ConfigurationError(
                 f"confirm must be 'destructive', 'always' or 'never', not {confirm!r}"
             )
+        server.offer_elicitation()  # a run's handle_elicitation answers its questions
         self.server = server
         self.confirm = confirm
         self.prefix = prefix
@@ -200,7 +209,8 @@ class McpSource:
     ) -> ToolResult:
         """Call the server's tool; a refusal, a timeout or a cancellation is an
         ``is_error`` result, a server that died mid-call :class:`ToolOutcomeUnknownError`.
-        The server's progress notifications go to ``context.report_progress``."""
+        The server's progress notifications go to ``context.report_progress``, its
+        questions for a person to ``context.elicit``."""
         from req_managed_agents.mcp import McpConnectionLost, McpServerError
 
         denied = self._denied(binding, arguments, context)
@@ -217,12 +227,30 @@ class McpSource:
                     if report is None
                     else lambda sent: report(sent.progress, sent.total, sent.message)
                 ),
+                on_elicitation=lambda params: self._elicited(params, context),
             )
         except McpConnectionLost as lost:
             raise ToolOutcomeUnknownError(str(lost)) from lost
         except McpServerError as refused:
             return ToolResult(context.tool_use_id, str(refused), is_error=True)
         return result_of(context.tool_use_id, answer)
+
+    def _elicited(self, params: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        """The run's answer to the server's question during the call of ``context``."""
+        if context.elicit is None:
+            return {"action": "decline"}  # outside a run: no one to ask
+        schema = params.get("requestedSchema")
+        url = params.get("url")
+        asked_id = params.get("elicitationId")
+        elicitation = Elicitation(
+            asked_id if isinstance(asked_id, str) else f"elicit_{uuid.uuid4().hex}",
+            self.server.name,
+            context.tool_use_id,
+            url if params.get("mode") == "url" and isinstance(url, str) else None,
+            str(params.get("message") or ""),
+            requested_schema=schema if isinstance(schema, Mapping) else None,
+        )
+        return _wire_answer(context.elicit(elicitation, context))
 
     def asks(self, tool: McpTool) -> bool:
         """Whether a call of ``tool`` asks the run's confirmation first."""
@@ -251,6 +279,12 @@ class McpSource:
         if context.cancelled.is_set():  # allowed too late: the run answered it already
             return f"the run stopped waiting for tool {binding.name!r}; it was not run"
         return None
+
+
+def _wire_answer(answer: ElicitationAnswer) -> dict[str, Any]:
+    if isinstance(answer, ElicitationAccept) and answer.content is not None:
+        return {"action": "accept", "content": dict(answer.content)}
+    return {"action": answer.type}
 
 
 def result_of(tool_use_id: str, answer: McpToolResult) -> ToolResult:

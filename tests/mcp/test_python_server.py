@@ -113,6 +113,56 @@ def test_a_question_to_a_person_goes_to_on_elicitation(server: McpServer) -> Non
     assert server.call_tool("greet").text == "hello Ada"
 
 
+def _answer_name(name: str) -> Any:
+    return lambda params: {"action": "accept", "content": {"name": name}}
+
+
+def test_a_calls_own_on_elicitation_answers_its_questions(server: McpServer) -> None:
+    assert server.call_tool("greet", on_elicitation=_answer_name("Grace")).text == "hello Grace"
+
+
+def test_concurrent_calls_over_http_each_answer_their_own_questions(
+    http_servers: dict[str, str],
+) -> None:
+    # Streamable HTTP carries a call's questions on the call's own answer stream.
+    with McpServer.http(http_servers["handshake"], name="http") as server:
+        server.offer_elicitation()
+        answers: dict[int, str] = {}
+
+        def call(n: int) -> None:
+            answers[n] = server.call_tool("greet", on_elicitation=_answer_name(f"n{n}")).text
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+
+    assert answers == {n: f"hello n{n}" for n in range(6)}
+
+
+def test_over_stdio_a_question_two_calls_could_own_goes_to_the_servers_answer() -> None:
+    # Over stdio a question names no call: while two calls that answer questions are in
+    # flight, neither gets it (the server's own on_elicitation does).
+    second: dict[str, str] = {}
+
+    def first_answer(params: Any) -> dict[str, Any]:
+        # Asked while alone; now a second call starts and is asked while this one waits.
+        second["text"] = server.call_tool("greet", on_elicitation=_answer_name("Other")).text
+        return {"action": "accept", "content": {"name": "First"}}
+
+    with python_server("handshake", on_elicitation=_answer_name("Server")) as server:
+        first = server.call_tool("greet", on_elicitation=first_answer)
+
+    assert (first.text, second["text"]) == ("hello First", "hello Server")
+
+
+def test_an_offered_elicitation_with_no_one_to_answer_is_declined() -> None:
+    with python_server("handshake") as server:
+        server.offer_elicitation()
+        assert server.call_tool("greet").text == "no name (decline)"
+
+
 def test_calls_from_many_threads_each_get_their_own_answer(server: McpServer) -> None:
     answers: dict[int, str] = {}
 
