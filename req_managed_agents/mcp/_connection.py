@@ -131,6 +131,7 @@ class Connection:
                 f"{method} refused: {text or error}",
                 server=self.server,
                 code=code if isinstance(code, int) else None,
+                data=error.get("data") if isinstance(error, dict) else None,
             )
         result = answer.get("result")
         if not isinstance(result, dict):

@@ -13,14 +13,18 @@ __all__ = ["McpConnectionLost", "McpServerError"]
 
 class McpServerError(ManagedAgentsError):
     """An MCP server (``server`` names it) refused a request - ``code`` and
-    ``error_message`` are its JSON-RPC error - or could not be started, reached or waited
-    for (then ``code`` is ``None``, or ``-32001`` for a request that timed out)."""
+    ``error_message`` are its JSON-RPC error, ``data`` the error's ``data`` as sent - or
+    could not be started, reached or waited for (then ``code`` is ``None``, or ``-32001``
+    for a request that timed out)."""
 
-    def __init__(self, message: str, *, server: str, code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, server: str, code: int | None = None, data: object = None
+    ) -> None:
         super().__init__(f"MCP server {server!r}: {message}")
         self.server = server
         self.code = code
         self.error_message = redact(message)
+        self.data = data
 
 
 class McpConnectionLost(McpServerError):

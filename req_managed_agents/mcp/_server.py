@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from req_managed_agents import __version__
+from req_managed_agents.mcp import _wire as wire
 from req_managed_agents.mcp._connection import Connection, ElicitationCallback, Transport
 from req_managed_agents.mcp._errors import McpConnectionLost, McpServerError
 from req_managed_agents.mcp._http import HttpTransport
@@ -204,20 +205,30 @@ class McpServer:
         server's progress reports (on the transport's thread: keep it quick).
         ``on_elicitation`` answers the questions the server asks during this call, in place
         of the server's own; over stdio a question is known to be this call's only while no
-        other call that has one is in flight (else the server's answers it)."""
+        other call that has one is in flight (else the server's answers it). A call refused
+        until the person opens links (``-32042``) asks about each and, all accepted, is
+        made again."""
         deadline = time.monotonic() + (timeout or self.timeout)
         connection = self._connected(deadline)
         call: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         params = call
         for _ in range(INPUT_ROUNDS):
-            result = connection.request(
-                "tools/call",
-                params,
-                timeout=_left(deadline),
-                cancelled=cancelled,
-                on_progress=on_progress,
-                on_elicitation=on_elicitation,
-            )
+            try:
+                result = connection.request(
+                    "tools/call",
+                    params,
+                    timeout=_left(deadline),
+                    cancelled=cancelled,
+                    on_progress=on_progress,
+                    on_elicitation=on_elicitation,
+                )
+            except McpServerError as refused:
+                # Refused until the person opened links (2025-11-25): ask, then call again.
+                if refused.code != wire.URL_ELICITATION_REQUIRED or not _links_opened(
+                    connection, refused.data, on_elicitation
+                ):
+                    raise
+                continue
             if result.get("resultType") != "input_required":
                 self._deaths = 0
                 return McpToolResult.from_wire(result)
@@ -331,6 +342,21 @@ class McpServer:
 
     def _tools_did_change(self) -> None:
         self._changes += 1
+
+
+def _links_opened(
+    connection: Connection, data: object, on_elicitation: ElicitationCallback | None
+) -> bool:
+    """Whether the person accepted every link a ``-32042`` refusal lists (asked in order,
+    up to the first that is not accepted)."""
+    asked = data.get("elicitations") if isinstance(data, dict) else None
+    if not isinstance(asked, list) or not asked:
+        return False
+    return all(
+        isinstance(params, dict)
+        and connection.elicit(params, on_elicitation).get("action") == "accept"
+        for params in asked
+    )
 
 
 def _left(deadline: float) -> float:

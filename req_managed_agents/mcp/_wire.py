@@ -22,6 +22,7 @@ __all__ = [
     "REQUEST_TIMEOUT",
     "SERVER_INFO_KEY",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "URL_ELICITATION_REQUIRED",
     "encode_line",
     "error_answer",
     "notification",
@@ -44,6 +45,8 @@ REQUEST_TIMEOUT = -32001
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+URL_ELICITATION_REQUIRED = -32042
+"""A 2025-11-25 refusal: the person must first open the links in ``data.elicitations``."""
 
 
 def request(request_id: int, method: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,12 @@ from req_managed_agents import (
     Tools,
     run_to_completion,
 )
-from req_managed_agents.model import Elicitation, ElicitationAccept, ElicitationAnswer
+from req_managed_agents.model import (
+    Elicitation,
+    ElicitationAccept,
+    ElicitationAnswer,
+    ElicitationDecline,
+)
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from req_managed_agents.tools import ToolContext
 from tests.mcp.conftest import npm_server, python_server
@@ -159,3 +164,30 @@ def test_both_eras_questions_reach_the_run(era: str) -> None:
     [(asked, _)] = tools.asked
     assert asked.message == "What is your name?"
     assert result.tool_results[0].content == "hello Grace"
+
+
+@pytest.mark.parametrize(("answer", "runs"), [(ElicitationAccept(), True), (None, False)])
+def test_a_call_refused_until_a_link_is_opened_asks_then_runs_again(
+    answer: ElicitationAnswer | None, runs: bool
+) -> None:
+    # 2025-11-25's error path: the first call is refused (-32042) listing a link to open;
+    # once the person has, the same call is made again and goes ahead.
+    tools = _Answering(answer or ElicitationDecline())
+    link = "https://consent.example.test/grant"
+    with _asking_everything() as server:
+        tools.include(server, allow=["trigger-url-elicitation"])
+        result = _run_one(
+            tools, call("trigger-url-elicitation", url=link, elicitationId="e2", errorPath=True)
+        )
+
+    first = tools.asked[0][0]
+    assert first.url == "https://modelcontextprotocol.io"  # the refusal's prerequisite
+    assert "retry" in first.message
+    [answered] = result.tool_results
+    if runs:
+        assert [asked.url for asked, _ in tools.asked] == [first.url, link]
+        assert "User completed the URL elicitation flow" in answered.content
+    else:
+        assert len(tools.asked) == 1  # declined: not called again
+        assert answered.is_error
+        assert "browser-based authorization" in answered.content
