@@ -46,7 +46,14 @@ from req_managed_agents.stores import MemoryStore, Store
 from req_managed_agents.stores._base import RecordStore
 from req_managed_agents.stores._records import records_of
 
-__all__ = ["DEFAULT_TTL", "LedgerEntry", "ToolLedger", "UnfinishedPolicy"]
+__all__ = [
+    "DEFAULT_TTL",
+    "LedgerEntry",
+    "ToolLedger",
+    "UnfinishedPolicy",
+    "result_from_record",
+    "result_record",
+]
 
 UnfinishedPolicy = Literal["error", "rerun", "raise"]
 """What a session does with a tool call that started before and never finished."""
@@ -177,7 +184,7 @@ class ToolLedger:
         record = {
             "started_at": (before or {}).get("started_at", time.time()),
             "owner": (before or {}).get("owner", self._owner),
-            "result": _result_record(result),
+            "result": result_record(result),
         }
         if held is not None:
             if self._leases.change(key, record, keep=False):
@@ -298,7 +305,7 @@ def _entry(key: str, record: Any) -> LedgerEntry | None:
     return LedgerEntry(
         started_at=float(started),
         owner=str(record["owner"]),
-        result=_result(result) if result is not None else None,
+        result=result_from_record(result) if result is not None else None,
         record=dict(record),
         tool_use_id=_unescape(key.rsplit(":", 1)[1]),
     )
@@ -311,7 +318,8 @@ def _shape(value: Any) -> str:
     return f"a JSON {type(value).__name__}"
 
 
-def _result_record(result: ToolResult) -> dict[str, Any]:
+def result_record(result: ToolResult) -> dict[str, Any]:
+    """``result`` as JSON for a store (images and documents as base64)."""
     record: dict[str, Any] = {
         "tool_use_id": result.tool_use_id,
         "content": result.content,
@@ -331,7 +339,8 @@ def _block_record(block: ContentBlock) -> Any:
     return {"type": "document", "media_type": block.media_type, "data": data, "title": block.title}
 
 
-def _result(record: Mapping[str, Any]) -> ToolResult:
+def result_from_record(record: Mapping[str, Any]) -> ToolResult:
+    """The :class:`ToolResult` that :func:`result_record` stored."""
     blocks: list[ContentBlock] = []
     for block in record.get("blocks") or ():
         if isinstance(block, str):

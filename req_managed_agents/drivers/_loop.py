@@ -18,17 +18,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger
-from req_managed_agents.drivers._confirm import (
-    DENIED_BY_POLICY,
-    ELICIT_ANSWERS,
-    ELICITATION_ANSWER_TYPES,
-    bad_hook,
-    local_confirmation,
-    local_elicitation,
+from req_managed_agents.drivers._confirm import Asker, local_confirmation, local_elicitation
+from req_managed_agents.drivers._deferral import (
+    Deferral,
+    TurnAnswers,
+    TurnDeferred,
+    waiting_turn,
 )
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import (
@@ -39,40 +39,28 @@ from req_managed_agents.drivers._ledger import (
 )
 from req_managed_agents.drivers._options import Settings
 from req_managed_agents.drivers._run import Run
-from req_managed_agents.drivers._tool_runner import ToolRunCancelled, call_bounded, run_tools
+from req_managed_agents.drivers._tool_runner import ToolRunCancelled, run_tools
 from req_managed_agents.errors import (
     AmbiguousRunError,
-    ElicitationRequiredError,
     UnfinishedToolCallError,
     UnresolvedRequiresActionError,
 )
-from req_managed_agents.model._stream import (
-    ConfirmationAnswered,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnEnded,
-)
+from req_managed_agents.model._stream import ToolCallFinished, ToolCallStarted, TurnEnded
 from req_managed_agents.model._vocabulary import (
     Allow,
     Decision,
     Deny,
     Elicitation,
     ElicitationAnswer,
-    ElicitationCancel,
     Outcome,
+    PendingDecision,
     SessionResult,
     ToolResult,
     ToolUse,
     TurnResult,
 )
 from req_managed_agents.providers._base import Conversation
-from req_managed_agents.tools._handler import (
-    ConfirmationHandler,
-    ElicitationHandler,
-    Handler,
-    ToolContext,
-    describe_exception,
-)
+from req_managed_agents.tools._handler import Handler
 
 __all__ = ["DEFAULT_PROMPT", "REPROMPT", "TurnLoop"]
 
@@ -97,8 +85,9 @@ class TurnLoop:
         self.handler = handler
         self.ledger = ledger
         self.meta = meta
-        self._confirmer = handler if isinstance(handler, ConfirmationHandler) else None
-        self._elicitor = handler if isinstance(handler, ElicitationHandler) else None
+        self.asker = Asker(handler, settings)
+        #: Where questions left for a person wait (set by a session with ``decisions=``).
+        self.deferral: Deferral | None = None
 
     def drive(
         self,
@@ -116,6 +105,8 @@ class TurnLoop:
         run hears of every input and turn; ``continued``, it goes on from ``resumed``, its
         prompt delivered by an earlier attempt."""
         run.keyed = keyed
+        if prompt is None and outcome is None:
+            resumed = waiting_turn(self.deferral, conversation.info.session_id, resumed)
         turn = resumed
         if continued:
             if turn is None:
@@ -161,7 +152,12 @@ class TurnLoop:
                     "terminated", {"type": "max_turns_reached", "max_turns": settings.max_turns}
                 )
             if turn.terminal == "requires_action":
-                turn = self._answer(conversation, turn, run, stop)
+                try:
+                    turn = self._answer(conversation, turn, run, stop)
+                except TurnDeferred as waiting:  # nothing was sent: the turn waits
+                    run.pending = waiting.pending
+                    tokens = [decision.token for decision in waiting.pending]
+                    return run.result("requires_action", {"type": "deferred", "tokens": tokens})
             elif pending:
                 turn = _send_input(conversation, prompt, outcome, run)
                 prompt = outcome = None
@@ -219,95 +215,27 @@ class TurnLoop:
             tool_uses = _unique(conversation.unanswered_tool_uses())
         if not tool_uses and not waits:
             raise UnresolvedRequiresActionError(turn.stop_reason, session_id=run.session_id)
-        elicited = [
-            (elicitation, self._elicit(elicitation, conversation, run, stop))
-            for elicitation in dict.fromkeys(turn.elicitations)
-        ]
-        decisions = [
-            (tool_use, self._decide(tool_use, turn, conversation, run, stop))
-            for tool_use in _unique(turn.confirmations)
-        ]
-        results = self._execute(conversation, tool_uses, run, stop) if tool_uses else []
+        info, asker = conversation.info, self.asker
+        answers = TurnAnswers(self.deferral, info.session_id)
+        elicited: list[tuple[Elicitation, ElicitationAnswer]] = []
+        for elicitation in dict.fromkeys(turn.elicitations):
+            asked = partial(asker.elicitation, elicitation, info, stop)
+            answer = answers.ask("elicitation", elicitation, asked)
+            if answer is not None:
+                elicited.append((elicitation, cast("ElicitationAnswer", answer)))
+        decisions: list[tuple[ToolUse, Decision]] = []
+        for tool_use in _unique(turn.confirmations):
+            decide = partial(asker.confirmation, tool_use, turn, info, run, stop)
+            decision = answers.ask("confirmation", tool_use, decide)
+            if decision is not None:
+                decisions.append((tool_use, cast("Decision", decision)))
+        results = self._execute(conversation, tool_uses, run, stop, answers) if tool_uses else []
+        answers.results(tool_uses, results)
+        answers.stop_if_waiting()
         _before_input(run)
-        return conversation.send_tool_results(tool_uses, results, decisions, elicited)
-
-    def _elicit(
-        self, elicitation: Elicitation, conversation: Conversation, run: Run, stop: threading.Event
-    ) -> ElicitationAnswer:
-        """Answer an MCP server's request for a person: the handler's hook (bounded like a
-        tool; a failure or a wrong answer cancels), else the ``elicit`` policy, which by
-        default raises :class:`ElicitationRequiredError` with the link."""
-        elicitor = self._elicitor
-        if elicitor is None:
-            policy = self.settings.elicit
-            if policy == "raise":
-                raise ElicitationRequiredError(elicitation, session_id=run.session_id)
-            return ELICIT_ANSWERS[policy]
-        context = ToolContext(elicitation.tool_use_id, conversation.info)
-        try:
-            answer = call_bounded(
-                lambda context: elicitor.handle_elicitation(elicitation, context),
-                context,
-                timeout=self.settings.tool_timeout,
-                cancelled=stop,
-                name=f"rma-elicit-{elicitation.server_name}",
-            )
-        except ToolRunCancelled:
-            raise  # the run stopped: no answer is sent
-        except Exception as exc:  # a failing hook (or one out of time) cancels
-            _log.warning("handle_elicitation failed (%s); cancelling", describe_exception(exc))
-            return ElicitationCancel()
-        if isinstance(answer, ELICITATION_ANSWER_TYPES):  # a hook's return value is not trusted
-            return answer
-        _log.warning("handle_elicitation returned %s; cancelling", type(answer).__name__)
-        return ElicitationCancel()
-
-    def _decide(
-        self,
-        tool_use: ToolUse,
-        turn: TurnResult,
-        conversation: Conversation,
-        run: Run,
-        stop: threading.Event,
-    ) -> Decision:
-        """Allow or deny one provider tool asking permission: the handler's hook, else the
-        session's ``confirm`` policy. The hook is bounded like a tool: it sees
-        ``ToolContext.cancelled`` when the run stops, and ``tool_timeout`` denies for it."""
-        decision: Decision
-        confirmer = self._confirmer
-        if confirmer is not None:
-            context = ToolContext(tool_use.id, conversation.info)
-            try:
-                answer = call_bounded(
-                    lambda context: confirmer.handle_confirmation(tool_use, context),
-                    context,
-                    timeout=self.settings.tool_timeout,
-                    cancelled=stop,
-                    name=f"rma-confirm-{tool_use.name}",
-                )
-            except ToolRunCancelled:
-                raise  # the run stopped: no answer is sent
-            except TimeoutError:
-                timeout = self.settings.tool_timeout
-                answer = Deny(f"the confirmation hook gave no answer within {timeout:g} s")
-            except Exception as exc:
-                answer = Deny(f"the confirmation hook failed: {describe_exception(exc)}")
-            decision = answer if isinstance(answer, (Allow, Deny)) else Deny(bad_hook(answer))
-        elif self.settings.confirm == "allow":
-            decision = Allow()
-        elif self.settings.confirm == "deny":
-            decision = Deny(DENIED_BY_POLICY)
-        else:
-            raise UnresolvedRequiresActionError(
-                turn.stop_reason,
-                session_id=run.session_id,
-                reason=(
-                    f"tool {tool_use.name!r} waits for permission; define "
-                    "handle_confirmation on the handler or pass confirm='allow' or 'deny'"
-                ),
-            )
-        run.emit(ConfirmationAnswered(tool_use, decision))
-        return decision
+        sent = conversation.send_tool_results(tool_uses, results, decisions, elicited)
+        answers.settle()
+        return sent
 
     def _execute(
         self,
@@ -315,10 +243,12 @@ class TurnLoop:
         tool_uses: Sequence[ToolUse],
         run: Run,
         stop: threading.Event,
+        turn_answers: TurnAnswers,
     ) -> list[ToolResult]:
-        """Results for ``tool_uses``: a result the ledger recorded is reused; a call that
-        started before and never finished is handled by the ``on_unfinished`` policy; the
-        rest run now, each claimed on its own thread right before it starts."""
+        """Results for ``tool_uses``: one the decisions store holds (or waits for) first,
+        then one the ledger recorded; a call that started before and never finished is
+        handled by the ``on_unfinished`` policy; the rest run now, each claimed on its own
+        thread right before it starts."""
         session_id = conversation.info.session_id
         ledger, policy = self.ledger, self.settings.on_unfinished
         timeout = self.settings.tool_timeout
@@ -326,8 +256,23 @@ class TurnLoop:
         answers: dict[str, ToolResult] = {}
         new: list[ToolUse] = []
         takeovers: dict[str, LedgerEntry] = {}
+        granted: dict[str, Decision] = {}
         for tool_use in tool_uses:
             found = ledger.entry(session_id, tool_use.id)
+            decided = turn_answers.lookup(tool_use.id)
+            if decided is not None:
+                result = _decided(tool_use, decided, turn_answers)
+                if result is not None:
+                    answers[tool_use.id] = result
+                    waits = isinstance(decided, PendingDecision)
+                    if found is not None and not found.finished and not waits:
+                        ledger.finish(session_id, tool_use.id, result, over=found)
+                    continue
+                granted[tool_use.id] = Allow()  # a person allowed it: it runs now
+                if found is not None and not found.finished:
+                    takeovers[tool_use.id] = found
+                    new.append(tool_use)
+                    continue
             if found is not None and not found.finished:
                 # Another worker may be running it now: wait while its lease is renewed.
                 found = ledger.await_finish(session_id, found, stop=stop, deadline=deadline)
@@ -361,7 +306,7 @@ class TurnLoop:
                 on_finish=lambda use, result: run.emit(ToolCallFinished(use, result)),
                 guard=_LedgerGuard(ledger, session_id, takeovers),
                 on_unknown=policy,
-                confirm=local_confirmation(self.handler, self.settings.confirm),
+                confirm=local_confirmation(self.handler, self.settings.confirm, granted),
                 elicit=local_elicitation(self.handler, self.settings.elicit),
                 on_progress=run.emit,
             )
@@ -406,6 +351,23 @@ class _LedgerGuard:
 
     def end(self, tool_use: ToolUse, result: ToolResult) -> None:
         self.ledger.finish(self.session_id, tool_use.id, result)
+
+
+def _decided(tool_use: ToolUse, decided: Any, turn_answers: TurnAnswers) -> ToolResult | None:
+    """A local call's answer from the decisions store: its result, its denial, or a
+    placeholder while it waits; None when a person allowed it to run now."""
+    if isinstance(decided, PendingDecision):
+        turn_answers.wait_on(decided)
+        return ToolResult(tool_use.id, "waits for a decision", is_error=True)
+    if isinstance(decided, ToolResult):
+        return replace(decided, tool_use_id=tool_use.id)
+    if isinstance(decided, Deny):
+        why = f": {decided.message}" if decided.message else ""
+        return ToolResult(tool_use.id, f"the call was denied{why}; it was not run", is_error=True)
+    if isinstance(decided, Allow):
+        return None
+    kind = type(decided).__name__
+    return ToolResult(tool_use.id, f"a decision answered this call with {kind}", is_error=True)
 
 
 def _before_input(run: Run) -> None:

@@ -20,6 +20,7 @@ from req_managed_agents.drivers._ledger import ToolLedger, UnfinishedPolicy
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import Outcome, Usage
 from req_managed_agents.providers._base import check_options
+from req_managed_agents.stores._base import Store
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.tools._registry import Tools
 
@@ -37,17 +38,20 @@ DEFAULT_MAX_REPROMPTS = 2
 TurnGuard = Callable[[Usage, int, str], "str | None"]
 """``turn_guard(usage_so_far, turns, session_id)``: return a reason string to halt the run."""
 
-ConfirmPolicy = Literal["raise", "allow", "deny"]
+ConfirmPolicy = Literal["raise", "allow", "deny", "defer"]
 """What to do with a provider tool asking permission when the handler has no
-``handle_confirmation``: raise :class:`UnresolvedRequiresActionError`, allow it, or deny it."""
+``handle_confirmation``: raise :class:`UnresolvedRequiresActionError`, allow it, deny it, or
+leave it to a person (``"defer"``: the run stops with a pending decision; needs
+``decisions=``)."""
 
-_CONFIRM_POLICIES = ("raise", "allow", "deny")
+_CONFIRM_POLICIES = ("raise", "allow", "deny", "defer")
 
-ElicitPolicy = Literal["raise", "accept", "decline", "cancel"]
+ElicitPolicy = Literal["raise", "accept", "decline", "cancel", "defer"]
 """What to do with an MCP server's elicitation when the handler has no
-``handle_elicitation``: raise :class:`ElicitationRequiredError` (with the link), or answer."""
+``handle_elicitation``: raise :class:`ElicitationRequiredError` (with the link), answer, or
+leave it to a person (``"defer"``, as for ``ConfirmPolicy``)."""
 
-_ELICIT_POLICIES = ("raise", "accept", "decline", "cancel")
+_ELICIT_POLICIES = ("raise", "accept", "decline", "cancel", "defer")
 _UNFINISHED_POLICIES = ("error", "rerun", "raise")
 
 
@@ -84,6 +88,10 @@ class SessionOptions(TypedDict, total=False):
       ``UnfinishedPolicy``.
     * ``idempotency_key``: names the run, so that a retry anywhere continues its session
       instead of starting another (see :mod:`~req_managed_agents.drivers._keyed`).
+    * ``decisions``: a ``Store`` where questions left for a person wait (a hook answering
+      ``Defer``, a tool answering ``Deferred``, ``confirm="defer"``/``elicit="defer"``):
+      the run then ends ``requires_action`` with ``SessionResult.pending``, and
+      :func:`~req_managed_agents.answer` continues it from any process sharing the store.
     """
 
     max_turns: int
@@ -103,6 +111,7 @@ class SessionOptions(TypedDict, total=False):
     ledger: ToolLedger | None
     on_unfinished: UnfinishedPolicy
     idempotency_key: str | None
+    decisions: Store | None
 
 
 _DRIVER_OPTIONS = frozenset(SessionOptions.__annotations__)
@@ -147,6 +156,7 @@ class Settings:
     ledger: ToolLedger | None = None
     on_unfinished: UnfinishedPolicy = "error"
     idempotency_key: str | None = None
+    decisions: Store | None = None
 
     @property
     def text_sink(self) -> Callable[[str, bool], None] | None:
@@ -216,6 +226,11 @@ def _check(settings: Settings, handler: Handler) -> None:
         raise ConfigurationError(f"elicit must be one of {', '.join(_ELICIT_POLICIES)}")
     if settings.max_reprompts < 0:
         raise ConfigurationError("max_reprompts must not be negative")
+    if settings.decisions is not None and not isinstance(settings.decisions, Store):
+        raise ConfigurationError("decisions must be a Store (FileStore, RedisStore, ...)")
+    deferring = "defer" in (settings.confirm, settings.elicit)
+    if deferring and settings.decisions is None:
+        raise ConfigurationError("confirm='defer' or elicit='defer' needs a decisions= store")
     if settings.on_unfinished not in _UNFINISHED_POLICIES:
         raise ConfigurationError("on_unfinished must be 'error', 'rerun' or 'raise'")
     _check_terminal_tool(settings.terminal_tool, handler)

@@ -19,6 +19,7 @@ from req_managed_agents._redact import get_logger
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.model._stream import ItemSink, StreamItem, TextDelta, TextTracker, TurnEnded
 from req_managed_agents.model._vocabulary import (
+    PendingDecision,
     SessionResult,
     Terminal,
     ToolResult,
@@ -69,6 +70,8 @@ class Run:
     started: float = field(default_factory=time.monotonic)
     # The run's idempotency-key binding, told of each input and turn (keyed runs only).
     keyed: KeyedRun | None = None
+    # The questions a run that stopped for a person left open (see drivers/_deferral.py).
+    pending: list[PendingDecision] = field(default_factory=list)
 
     _held: TurnEnded | None = field(default=None, init=False, repr=False)
     _message: str | None = field(default=None, init=False, repr=False)
@@ -196,6 +199,7 @@ class Run:
             tool_results=tuple(self.tool_results),
             terminal_tool_input=self.terminal_tool_input(),
             outcome=self.outcome,
+            pending=tuple(self.pending),
         )
 
 

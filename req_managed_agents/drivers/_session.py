@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger
+from req_managed_agents.drivers._decision_book import book_for
+from req_managed_agents.drivers._deferral import Deferral
 from req_managed_agents.drivers._keyed import KeyedRun
 from req_managed_agents.drivers._ledger import ToolLedger
 from req_managed_agents.drivers._loop import DEFAULT_PROMPT, TurnLoop
@@ -126,6 +128,10 @@ class Session:
         self._outcome = settings.outcome
         self._ledger = settings.ledger if settings.ledger is not None else ToolLedger()
         self._loop = TurnLoop(settings, handler, self._ledger, self._meta)
+        if settings.decisions is not None:
+            runtime = str(getattr(provider, "name", type(provider).__name__))
+            kept = {k: v for k, v in self._connect.items() if k != "session_id"}
+            self._loop.deferral = Deferral(book_for(settings.decisions), runtime, kept)
         self._lock = threading.Lock()
         self._conversation: Conversation | None = None
         self._run: Run | None = None

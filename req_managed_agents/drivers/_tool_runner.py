@@ -30,11 +30,13 @@ from typing import Any, Protocol, TypeVar, cast
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger, redact
+from req_managed_agents.drivers._deferral import DeferredResult
 from req_managed_agents.drivers._ledger import UnfinishedPolicy
 from req_managed_agents.errors import UnfinishedToolCallError
 from req_managed_agents.model._stream import ToolCallProgress
 from req_managed_agents.model._vocabulary import (
     Decision,
+    Deferred,
     Elicitation,
     ElicitationAnswer,
     SessionInfo,
@@ -236,7 +238,7 @@ class _Turn:
                 guard.release(use)
                 return ToolResult(use.id, _NOT_STARTED, is_error=True)
         result = self._run_settled(call)
-        if call.failure is not None:
+        if call.failure is not None or isinstance(result, DeferredResult):
             if guard is not None:
                 guard.leave(use)
             return result
@@ -286,6 +288,8 @@ class _Turn:
             duration["duration"],
             " with an error" if result.is_error else "",
         )
+        if isinstance(raised, Deferred):  # a person answers it later: it waits
+            return DeferredResult(call.tool_use.id, raised.reason, deferred=raised), None
         return result, raised if isinstance(raised, ToolOutcomeUnknownError) else None
 
 

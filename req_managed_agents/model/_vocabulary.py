@@ -20,10 +20,14 @@ __all__ = [
     "Artifact",
     "ContentBlock",
     "Decision",
+    "DecisionKind",
+    "Defer",
+    "Deferred",
     "Deny",
     "Document",
     "Image",
     "Outcome",
+    "PendingDecision",
     "SessionInfo",
     "SessionResult",
     "Terminal",
@@ -254,7 +258,8 @@ class SessionResult(Shown):
     ``terminal_tool_input`` is the input of the run's last call to the session's
     ``terminal_tool``, if one was named and called; ``outcome`` is the provider's last
     outcome evaluation (Claude's ``span.outcome_evaluation_end`` event), if an outcome was
-    defined.
+    defined. ``pending`` lists the questions a run that stopped for a person left open
+    (``terminal`` is then ``requires_action``; see :func:`~req_managed_agents.answer`).
     """
 
     terminal: Terminal
@@ -269,6 +274,7 @@ class SessionResult(Shown):
     tool_results: tuple[ToolResult, ...] = ()
     terminal_tool_input: Mapping[str, Any] | None = None
     outcome: Mapping[str, Any] | None = None
+    pending: tuple[PendingDecision, ...] = ()
 
     def __repr__(self) -> str:
         return short_repr(
@@ -344,3 +350,69 @@ class Artifact:
     id: str
     created_at: datetime | None = None
     media_type: str | None = None
+
+
+# -- decisions that wait for a person (see drivers/_deferral.py) ---------------------------
+
+DecisionKind = Literal["confirmation", "elicitation", "tool_result"]
+"""What a pending decision waits for: permission for a tool (``answer(allow=, message=)``),
+a person's answer to an MCP server (``answer(allow=, content=)``), or a tool's result
+(``answer(result=, is_error=)``)."""
+
+
+@dataclass(frozen=True)
+class Defer:
+    """A confirmation or elicitation hook's answer "later, by someone else": the run stops
+    and the question waits in the ``decisions=`` store. ``reason`` is shown to whoever
+    answers; ``expires_in`` (seconds) lets :func:`~req_managed_agents.expire_decisions`
+    answer it when no one has."""
+
+    reason: str = ""
+    expires_in: float | None = None
+
+
+class Deferred(Exception):
+    """A tool's answer "the result comes later": return it (or raise it) from a tool, and
+    the run stops with the call waiting for ``answer(token, result=...)``. The tool has run
+    once; it is not called again for this call."""
+
+    def __init__(self, reason: str = "", *, expires_in: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.expires_in = expires_in
+
+
+@dataclass(frozen=True)
+class PendingDecision:
+    """One open question of a session that stopped for it.
+
+    ``token`` is opaque and unguessable: it is what an answer names, so treat it as a
+    capability (whoever holds it may answer). ``tool_use`` is the waiting call (the tool
+    asking permission, or the local tool whose result is deferred); ``elicitation`` the
+    question of an MCP server. ``runtime`` is the provider's name; ``created`` and
+    ``expires`` are UTC (``expires`` None: never). ``connect`` is what the session needs to
+    be continued elsewhere (its connect options; never a secret)."""
+
+    token: str
+    kind: DecisionKind
+    session_id: str
+    runtime: str
+    tool_use: ToolUse | None
+    elicitation: Elicitation | None
+    reason: str
+    created: datetime
+    expires: datetime | None = None
+    connect: Mapping[str, Any] | None = field(default=None, hash=False, repr=False)
+
+    @property
+    def expired(self) -> bool:
+        """Whether the decision is past ``expires`` (it can still be answered)."""
+        return self.expires is not None and datetime.now(self.expires.tzinfo) >= self.expires
+
+    @property
+    def item_id(self) -> str:
+        """The id the provider knows the question by (a tool call's or an elicitation's)."""
+        if self.elicitation is not None:
+            return self.elicitation.id
+        assert self.tool_use is not None
+        return self.tool_use.id

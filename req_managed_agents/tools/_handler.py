@@ -18,6 +18,7 @@ from req_managed_agents.errors import ManagedAgentsError
 from req_managed_agents.model._vocabulary import (
     ContentBlock,
     Decision,
+    Deferred,
     Document,
     Elicitation,
     ElicitationAnswer,
@@ -207,6 +208,8 @@ def call_tool(
         raise  # the user's Ctrl-C is not the tool's answer
     except BaseException as exc:
         return ToolResult(tool_use.id, describe_exception(exc), is_error=True), exc
+    if isinstance(output, Deferred):  # returned rather than raised: the same answer
+        return ToolResult(tool_use.id, output.reason), output
     if isinstance(output, ToolResult):
         problem = _malformed(output)
         if problem is not None:

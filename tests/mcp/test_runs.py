@@ -10,8 +10,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,21 +19,13 @@ import pytest
 from req_managed_agents import McpServer, Session, ToolLedger, Tools, run_to_completion
 from req_managed_agents.errors import UnfinishedToolCallError
 from req_managed_agents.model import Image
-from req_managed_agents.providers.agentcore import new_runtime_session_id
 from req_managed_agents.testing import (
-    AgentCoreEmulator,
-    ClaudeEmulator,
-    ConverseTurn,
-    OpenAIAgentsEmulator,
-    OpenAITurn,
-    Turn,
     call,
 )
 from req_managed_agents.transport._backoff import RetryPolicy
+from tests.emulated import BY_NAME, RUNTIMES, Runtime
 from tests.mcp.conftest import eventually, npm_server, python_server
 
-REGION = "us-west-2"
-SANDBOX = f"arn:aws:bedrock-agentcore:{REGION}:123456789012:sandbox/mcp-0123456789"
 RUN_TIMEOUT = 60.0
 QUICK_RESTART = RetryPolicy(max_retries=2, base=0.05, cap=0.5)
 # A 1x1 PNG, as the filesystem server reads it back.
@@ -44,43 +35,11 @@ PIXEL = bytes.fromhex(
 )
 
 
-@dataclass(frozen=True)
-class _Runtime:
-    name: str
-    start: Callable[[list[Any]], Any]
-    connect: Callable[[Any], dict[str, Any]]
-    turn: Callable[..., Any]
-
-
-RUNTIMES = [
-    _Runtime(
-        "claude",
-        ClaudeEmulator,
-        lambda e: {"agent_id": e.add_agent(), "environment_id": e.add_environment()},
-        Turn,
-    ),
-    _Runtime(
-        "claude-bedrock",
-        lambda script: ClaudeEmulator(script, flavor="bedrock", region=REGION),
-        lambda e: {"agent_id": e.add_agent(), "environment_id": SANDBOX},
-        Turn,
-    ),
-    _Runtime("openai", OpenAIAgentsEmulator, lambda e: {"agent_id": e.add_agent()}, OpenAITurn),
-    _Runtime(
-        "agentcore",
-        AgentCoreEmulator,
-        lambda e: {"harness_arn": e.add_harness(), "runtime_session_id": new_runtime_session_id()},
-        ConverseTurn,
-    ),
-]
-BY_NAME = {runtime.name: runtime for runtime in RUNTIMES}
-
-
 def _echo_texts(results: list[str]) -> str:
     return " | ".join(results)
 
 
-def _run(runtime: _Runtime, turns: list[dict[str, Any]], tools: Tools, **options: Any) -> Any:
+def _run(runtime: Runtime, turns: list[dict[str, Any]], tools: Tools, **options: Any) -> Any:
     script = [runtime.turn(**turn) for turn in turns]
     with runtime.start(script) as emulator, emulator.provider(timeout=10) as provider:
         return run_to_completion(
@@ -104,7 +63,7 @@ def python_tools(request: pytest.FixtureRequest) -> Iterator[Tools]:
 
 @pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
 def test_a_python_servers_results_reach_each_runtime_in_its_shapes(
-    runtime: _Runtime, python_tools: Tools
+    runtime: Runtime, python_tools: Tools
 ) -> None:
     calls = [
         call("echo", text="hi"),
@@ -149,7 +108,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tools, Pat
 
 @pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
 def test_the_filesystem_servers_tools_act_once_on_real_files(
-    runtime: _Runtime, files: tuple[Tools, Path]
+    runtime: Runtime, files: tuple[Tools, Path]
 ) -> None:
     tools, folder = files
     path = folder / f"{runtime.name}.txt"
@@ -187,7 +146,7 @@ def _kill_on_first_line(tally: Path) -> threading.Thread:
 
 
 def _tally_run(
-    runtime: _Runtime, tally: Path, **options: Any
+    runtime: Runtime, tally: Path, **options: Any
 ) -> tuple[Any, list[str], BaseException | None]:
     tally_call = call("tally", path=str(tally))
     turns = [{"tool_calls": [tally_call]}, {"tool_calls": [tally_call]}, {"text": _echo_texts}]
@@ -205,7 +164,7 @@ def _tally_run(
 
 @pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
 def test_a_server_killed_mid_call_leaves_the_call_to_on_unfinished(
-    runtime: _Runtime, tmp_path: Path
+    runtime: Runtime, tmp_path: Path
 ) -> None:
     tally = tmp_path / "tally"
     result, pids, _ = _tally_run(runtime, tally)
@@ -266,7 +225,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
 def test_a_run_stopped_during_a_long_call_cancels_it_and_leaves_no_child(
-    runtime: _Runtime, tmp_path: Path
+    runtime: Runtime, tmp_path: Path
 ) -> None:
     marker = tmp_path / "marker"
     script = [runtime.turn(tool_calls=[call("wait", marker=str(marker))]), runtime.turn(text="-")]
@@ -297,7 +256,7 @@ def everything_tools() -> Iterator[Tools]:
 
 @pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.name)
 def test_the_everything_servers_results_reach_each_runtime_in_its_shapes(
-    runtime: _Runtime, everything_tools: Tools
+    runtime: Runtime, everything_tools: Tools
 ) -> None:
     calls = [
         call("echo", message="hi"),
