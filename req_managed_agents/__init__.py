@@ -27,6 +27,8 @@ from req_managed_agents.errors import (
 from req_managed_agents.model import (
     Allow,
     ConfirmationAnswered,
+    Defer,
+    Deferred,
     Deny,
     HookEvent,
     MessageDone,
@@ -44,7 +46,14 @@ from req_managed_agents.tools import ToolContext, Tools
 __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
-    from req_managed_agents.drivers import Session, ToolLedger, run_batch, run_to_completion
+    from req_managed_agents.drivers import (
+        Session,
+        ToolLedger,
+        answer,
+        pending,
+        run_batch,
+        run_to_completion,
+    )
     from req_managed_agents.providers import (
         BedrockAgentCore,
         ClaudeManagedAgents,
@@ -61,7 +70,8 @@ _LAZY: dict[str, str] = {
         "req_managed_agents.providers",
     ),
     **dict.fromkeys(
-        ("Session", "ToolLedger", "run_batch", "run_to_completion"), "req_managed_agents.drivers"
+        ("Session", "ToolLedger", "answer", "pending", "run_batch", "run_to_completion"),
+        "req_managed_agents.drivers",
     ),
     **dict.fromkeys(("FileStore", "MemoryStore"), "req_managed_agents.stores"),
     "McpServer": "req_managed_agents.mcp",
@@ -104,6 +114,8 @@ __all__ = [
     "ClaudeManagedAgentsBedrock",
     "ConfigurationError",
     "ConfirmationAnswered",
+    "Defer",
+    "Deferred",
     "Deny",
     "FileStore",
     "HookEvent",
@@ -127,6 +139,8 @@ __all__ = [
     "Tools",
     "TurnEnded",
     "__version__",
+    "answer",
+    "pending",
     "run_batch",
     "run_to_completion",
 ]

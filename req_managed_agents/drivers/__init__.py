@@ -3,7 +3,7 @@ options, the tool ledger, ``run_batch``, and ``answer``/``pending`` for decision
 for a person. They speak only the vocabulary and the provider
 seam (:mod:`req_managed_agents.providers`)."""
 
-from req_managed_agents.drivers._answer import answer, pending
+from req_managed_agents.drivers._answer import answer, expire, pending
 from req_managed_agents.drivers._api import run_to_completion
 from req_managed_agents.drivers._batch import BatchItem, BatchOutcome, read_prompts, run_batch
 from req_managed_agents.drivers._decision_book import AlreadyAnsweredError, DecisionNotFoundError
@@ -23,6 +23,7 @@ __all__ = [
     "TurnGuard",
     "UnfinishedPolicy",
     "answer",
+    "expire",
     "pending",
     "read_prompts",
     "run_batch",

@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from req_managed_agents.drivers._decision_book import Answer, DecisionNotFoundError, book_for
+from req_managed_agents.drivers._decision_book import (
+    AlreadyAnsweredError,
+    Answer,
+    DecisionNotFoundError,
+    book_for,
+)
 from req_managed_agents.drivers._session import Session
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
@@ -30,7 +35,9 @@ from req_managed_agents.providers._base import Provider
 from req_managed_agents.stores._base import Store
 from req_managed_agents.tools._handler import Handler
 
-__all__ = ["answer", "pending"]
+__all__ = ["EXPIRED_MESSAGE", "answer", "expire", "pending"]
+
+EXPIRED_MESSAGE = "no one answered before the decision expired"
 
 
 def answer(
@@ -91,6 +98,46 @@ def pending(decisions: Store, *, session_id: str | None = None) -> list[PendingD
         if decision is not None and book.waiting(token):
             found.append(decision)
     return sorted(found, key=lambda decision: decision.created)
+
+
+def expire(
+    provider: Provider,
+    decisions: Store,
+    *,
+    handler: Handler,
+    message: str = EXPIRED_MESSAGE,
+    timeout: float | None = None,
+    **options: Any,
+) -> dict[str, SessionResult | Exception]:
+    """Answer every expired decision of ``provider``'s runtime with "no": a confirmation
+    is denied with ``message``, an elicitation declined, a deferred tool answered with
+    ``message`` as an error - and each session continued, as :func:`answer` does. Leaving
+    a session waiting instead is not calling this. Returns each token's result, or the
+    error that answering it raised (one answered meanwhile is skipped)."""
+    runtime = str(getattr(provider, "name", type(provider).__name__))
+    outcomes: dict[str, SessionResult | Exception] = {}
+    for decision in pending(decisions):
+        if not decision.expired or decision.runtime != runtime:
+            continue
+        if decision.kind == "tool_result":
+            no: dict[str, Any] = {"result": message, "is_error": True}
+        else:
+            no = {"allow": False, "message": message}
+        try:
+            outcomes[decision.token] = answer(
+                provider,
+                decision.token,
+                handler=handler,
+                decisions=decisions,
+                timeout=timeout,
+                **no,
+                **options,
+            )
+        except AlreadyAnsweredError:
+            continue
+        except Exception as exc:  # one session's failure does not stop the others
+            outcomes[decision.token] = exc
+    return outcomes
 
 
 def _reply(
