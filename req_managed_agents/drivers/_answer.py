@@ -76,14 +76,17 @@ def answer(
         )
     reply = _reply(decision, allow, message, result, is_error, content)
     book.claim(token, reply)
+    stopped = False
     try:
         connect = {**(decision.connect or {}), **options}
         if "session_id" in getattr(provider, "options", ("session_id",)):
             connect["session_id"] = decision.session_id  # (AgentCore's is in its connect)
         session = Session(provider, handler=handler, decisions=decisions, **connect)
-        return session.run(None, timeout=timeout)
+        reached = session.run(None, timeout=timeout)
+        stopped = True
+        return reached
     finally:
-        book.release(token)
+        book.release(token, reached_a_stop=stopped)
 
 
 def pending(decisions: Store, *, session_id: str | None = None) -> list[PendingDecision]:

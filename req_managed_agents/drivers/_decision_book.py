@@ -7,8 +7,13 @@ stores.Store`; files on one machine, Redis across machines):
 * ``decision:<token>`` - one open question: what it asks, the session and what continuing it
   needs, and its state. ``pending`` until someone answers; ``claimed`` (with the answer) by
   :func:`~req_managed_agents.answer` - held on a lease while that process continues the
-  session, so that a retry after a crash can take it over and a second answer cannot; and
-  ``answered`` once the answer reached the provider.
+  session, so that a retry after a crash can take it over and a second answer cannot;
+  ``answered`` once the answer reached the provider (still held while the process goes on);
+  and, when that process reached the session's next stop, ``done`` - or ``given`` if it
+  stopped without sending it (another question of the same turn still waits: its answer
+  will carry this one). A retry of the same answer takes over a ``claimed`` or ``answered``
+  record whose process died; any other answer, or any after ``done`` or ``given``, is
+  refused with the first.
 * ``decision-item:<session>:<item>`` - which token asks about a tool call or elicitation, so
   that a run meeting the same question again (a resume, a retry) waits on the same token
   instead of asking anyone twice.
@@ -163,11 +168,11 @@ class DecisionBook:
         key = _key(token)
         for _ in range(_CAS_ROUNDS):
             record = self._records.get_record(key)
-            if not isinstance(record, Mapping) or record.get("status") == "answered":
+            if not isinstance(record, Mapping) or record.get("status") in ("answered", "done"):
                 break
             done = {**_unleased(record), "status": "answered"}
-            if self._leases.held(key) is not None:
-                if self._leases.change(key, done, keep=False):
+            if self._leases.held(key) is not None:  # held on until the run's next stop
+                if self._leases.change(key, done, keep=True):
                     break
             elif self._records.replace_record(key, record, done, ttl=ANSWERED_TTL):
                 break
@@ -191,13 +196,13 @@ class DecisionBook:
             if not isinstance(record, Mapping):
                 raise DecisionNotFoundError(f"no decision {token[:8]}... in {self.store!r}")
             status = record.get("status")
-            retry = status == "claimed" and record.get("answer") == wanted
+            retry = status in ("claimed", "answered") and record.get("answer") == wanted
             if status != "pending" and not (retry and lapsed_long_ago(record)):
                 first = answer_from_record(record["kind"], record["answer"])
                 raise AlreadyAnsweredError(token, first, _when(record.get("answered_at")))
             claimed = {
                 **record,
-                "status": "claimed",
+                "status": "claimed" if status == "pending" else status,
                 "answer": wanted,
                 "answered_at": record.get("answered_at") or time.time(),
             }
@@ -205,12 +210,18 @@ class DecisionBook:
                 return _decision(claimed)
         raise SessionError(f"decision {token[:8]}... kept changing under this claim")
 
-    def release(self, token: str) -> None:
-        """Stop holding a claim (answered or not, it stays as it is: a retry may go on)."""
+    def release(self, token: str, *, reached_a_stop: bool) -> None:
+        """Stop holding a claim. If its process ``reached_a_stop`` the answer is ``given``
+        (a retry has nothing left to do); otherwise it stays ``claimed``, for a retry of the
+        same answer to go on from."""
         key = _key(token)
         held = self._leases.held(key)
-        if held is not None:
-            self._leases.change(key, _unleased(held), keep=False)
+        if held is None:
+            return
+        record = _unleased(held)
+        if reached_a_stop:
+            record["status"] = "done" if record.get("status") == "answered" else "given"
+        self._leases.change(key, record, keep=False)
 
     def waiting(self, token: str) -> bool:
         """Whether ``token`` still waits for its first answer."""
