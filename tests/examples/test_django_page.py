@@ -8,7 +8,6 @@ selenium is not installed (``scripts/test`` installs them where it can).
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +17,9 @@ import pytest
 
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
 from tests.examples.test_django import event_types, wsgi_site
+from tests.support.browser import chromium, require_chromium
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-CHROMIUM = shutil.which("chromium")
-CHROMEDRIVER = shutil.which("chromedriver")
-if CHROMIUM is None or CHROMEDRIVER is None:
-    pytest.skip("Debian's chromium and chromium-driver are not installed", allow_module_level=True)
+require_chromium()
 
 FIRST = "Let me check the weather."
 
@@ -37,27 +33,8 @@ def script(final_delay: float) -> list[Turn]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",  # root in a container has no user namespace for Chromium's sandbox
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",  # nothing but loopback is reachable here
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    try:
+    with chromium(tmp_path / "profile") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(predicate: Any, seconds: float = 15.0) -> Any:

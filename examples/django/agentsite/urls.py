@@ -2,4 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-urlpatterns = [path("", include("chat.urls"))]
+urlpatterns = [
+    path("approvals/", include("approvals.urls")),
+    path("", include("chat.urls")),
+]
