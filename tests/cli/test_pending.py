@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from req_managed_agents.cli import _main as _cli
-from req_managed_agents.testing import ClaudeEmulator, ToolCall, Turn, call
+from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, ToolCall, Turn, call
 from tests.cli.process import rma_process
 from tests.cli.test_run_json import documented_keys
 from tests.support.cli import fails, rma
@@ -384,3 +384,28 @@ def test_a_token_reads_as_an_argument_not_an_option() -> None:
     ]
     assert len(set(tokens)) == 400
     assert [token for token in tokens if token.startswith("-")] == []
+
+
+def test_an_agentcore_decision_is_answered_in_its_harness_region(
+    agentcore_env: Any, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = [
+        ConverseTurn(tool_calls=[call("refund", amount=5)]),
+        ConverseTurn(text=lambda results: f"done: {results[0]}"),
+    ]
+    arn = agentcore_env.add_harness(script)
+    flags = ["--tools", "refund_tools:tools", "--decisions", "d"]
+    argv = ["--provider", "agentcore", "--harness-arn", arn, *flags, "--json", "Refund."]
+    code, out = rma(capsys, "run", *argv)
+    assert code == 1, out
+    [token] = out["stop_reason"]["tokens"]
+
+    line = fails(
+        capsys, 2, "pending", "answer", token, "--result", "x", "--region", "eu-west-1", *flags
+    )
+    assert "contradicts the harness ARN" in line
+    code, done = rma(capsys, "pending", "answer", token, "--result", "refunded", *flags, "--json")
+
+    assert code == 0, done
+    assert (done["session_id"], done["text"]) == (out["session_id"], "done: refunded")
+    assert calls(folder) == ["refund 5"]
