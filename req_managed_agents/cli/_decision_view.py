@@ -44,7 +44,7 @@ def question(decision: PendingDecision) -> str:
     question (its text and link are the server's own: shown, never followed)."""
     asked = decision.elicitation
     if asked is not None:
-        what = f"{asked.server_name} asks: {asked.message}".rstrip(": ")
+        what = f"{asked.server_name} asks" + (f": {asked.message}" if asked.message else "")
         if asked.url:
             return f"{what} (at {asked.url})"
         return f"{what} (a form)" if asked.requested_schema is not None else what
