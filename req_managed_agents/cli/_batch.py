@@ -21,6 +21,7 @@ from req_managed_agents.cli._common import (
     positive_int,
 )
 from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
+from req_managed_agents.cli._decisions import add_policy_flags, decision_options
 from req_managed_agents.cli._mcp import include_servers
 from req_managed_agents.cli._run import load_handler
 from req_managed_agents.display._progress_line import ProgressLine
@@ -61,6 +62,7 @@ def add_command(commands: Any) -> None:
         help="how many prompts run at once",
     )
     add_connection_flags(batch)
+    add_policy_flags(batch)
     batch.set_defaults(session_id=None)
 
 
@@ -70,7 +72,7 @@ def run_command(args: argparse.Namespace, err: TextIO | None = None) -> int:
     from req_managed_agents.drivers._batch import read_prompts, run_batch
     from req_managed_agents.errors import ConfigurationError
 
-    connect = connect_options(args)
+    connect = {**connect_options(args), **decision_options(args)}
     try:
         items = read_prompts(args.input)
     except FileNotFoundError:

@@ -35,6 +35,7 @@ from req_managed_agents.errors import (
 )
 
 __all__ = [
+    "EXIT_ANSWERED",
     "EXIT_API",
     "EXIT_BROKEN_PIPE",
     "EXIT_CONFIG",
@@ -57,6 +58,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_CONFIG = 3
 EXIT_API = 4
+EXIT_ANSWERED = 5
 EXIT_TIMEOUT = 124  # as timeout(1) reports a command it stopped
 EXIT_INTERRUPTED = 130  # what shells report for a command stopped by Ctrl-C (128 + SIGINT)
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
@@ -85,6 +87,11 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
         EXIT_API,
         "the provider or the network failed: an API error, an unreachable endpoint, a broken "
         "stream",
+    ),
+    (
+        EXIT_ANSWERED,
+        "`rma pending`: the decision was answered first by someone else (the message says "
+        "how and when); nothing was sent",
     ),
     (
         EXIT_TIMEOUT,
@@ -131,6 +138,15 @@ _FLAG_TERMS = (
     (
         "define handle_confirmation on the handler or pass confirm='allow' or 'deny'",
         "give --tools a handler that defines handle_confirmation",
+    ),
+    (
+        "define handle_confirmation on the handler or pass confirm='allow', 'deny' or 'defer'",
+        "give --tools a handler that defines handle_confirmation, or pass --confirm allow, "
+        "deny or defer",
+    ),
+    (
+        "pass decisions=FileStore(...) (or a RedisStore)",
+        "pass --decisions PATH (or a redis:// URL)",
     ),
 )
 
@@ -218,6 +234,9 @@ def _describe(exc: BaseException, command: str, provider: str, resume: str | Non
     if isinstance(exc, SessionTimeoutError) and resume:
         hint = f"{resume} waits for it (raise --timeout next time)"
         return Failure(EXIT_TIMEOUT, kind, f"{exc}; the session goes on", hint)
+    decided = _decision_failure(exc)
+    if decided is not None:
+        return decided
     if isinstance(exc, ManagedAgentsError):
         status, hint = _library(exc, command, provider, resume)
         return Failure(status, kind, str(exc), hint)
@@ -231,6 +250,27 @@ def _describe(exc: BaseException, command: str, provider: str, resume: str | Non
         f"unexpected {kind}: {exc}",
         f"this is a bug in {command}; please report it with the command line",
     )
+
+
+def _decision_failure(exc: BaseException) -> Failure | None:
+    """An answer to a decision that came second, or named no decision (else None)."""
+    from req_managed_agents.drivers._decision_book import (
+        AlreadyAnsweredError,
+        DecisionNotFoundError,
+    )
+
+    kind = type(exc).__name__
+    if isinstance(exc, AlreadyAnsweredError):
+        from req_managed_agents.cli._decision_view import said, utc
+
+        when = f" at {utc(exc.answered_at)}" if exc.answered_at else ""
+        message = f"decision {exc.token[:8]}... was already answered{when}: {said(exc.first)}"
+        hint = "the first answer stands; rma pending show TOKEN shows the decision"
+        return Failure(EXIT_ANSWERED, kind, message, hint)
+    if isinstance(exc, DecisionNotFoundError):
+        hint = "rma pending list shows the decisions that wait; check the token and --decisions"
+        return Failure(EXIT_USAGE, kind, str(exc), hint)
+    return None
 
 
 def in_flag_terms(message: str) -> str:

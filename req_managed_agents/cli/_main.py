@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         _demo,
         _emulator,
         _harnesses,
+        _pending,
         _provisioning,
         _run,
         _worker,
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _artifacts.add_command(commands)
     _harnesses.add_command(commands)
     _worker.add_command(commands)
+    _pending.add_command(commands)
     return parser
 
 
@@ -167,6 +169,10 @@ def _run_command(args: argparse.Namespace) -> int:
         from req_managed_agents.cli._batch import run_command as run_batch_command
 
         return run_batch_command(args)
+    if args.command == "pending":
+        from req_managed_agents.cli._pending import run_command as run_pending_command
+
+        return run_pending_command(args)
     from req_managed_agents.cli import _artifacts, _harnesses, _provisioning
 
     if args.command in _provisioning.COMMANDS:

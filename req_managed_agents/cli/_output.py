@@ -34,7 +34,7 @@ from req_managed_agents.model._vocabulary import (
     ToolUse,
 )
 
-__all__ = ["Display", "run_json", "stop_reason_json", "summary"]
+__all__ = ["Display", "run_json", "stop_reason_json", "summary", "write_json_line"]
 
 _CLIP = 200  # characters of a tool's input or result shown on its line
 
@@ -112,6 +112,13 @@ def run_json(
         "error": dict(error) if error is not None else None,
         "resume": resume,
     }
+
+
+def write_json_line(out: TextIO, value: Mapping[str, Any]) -> None:
+    """One object on one line (``rma run --json``'s)."""
+    json.dump(value, out, default=str)
+    out.write("\n")
+    out.flush()
 
 
 class Display:

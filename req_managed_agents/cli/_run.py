@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import shlex
 import sys
@@ -27,15 +26,17 @@ from req_managed_agents.cli._common import (
     open_provider,
 )
 from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
+from req_managed_agents.cli._decision_view import answering_command, question
+from req_managed_agents.cli._decisions import add_policy_flags, decision_options
 from req_managed_agents.cli._exits import Failure, describe, resumable
 from req_managed_agents.cli._mcp import include_servers, show_mapping
-from req_managed_agents.cli._output import Display, run_json, summary
+from req_managed_agents.cli._output import Display, run_json, summary, write_json_line
 from req_managed_agents.model._stream import ToolCallFinished
 from req_managed_agents.model._vocabulary import SessionResult, ToolResult, ToolUse
 from req_managed_agents.tools._handler import Handler
 from req_managed_agents.tools._registry import Tools
 
-__all__ = ["add_command", "load_handler", "run_command"]
+__all__ = ["add_command", "load_handler", "run_command", "show_end"]
 
 
 EPILOG = f"""\
@@ -95,6 +96,7 @@ def add_command(commands: Any) -> None:
         help="say on standard error which MCP server tool each declared tool name calls",
     )
     add_connection_flags(run)
+    add_policy_flags(run)
 
 
 def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -110,18 +112,30 @@ def run_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.json:
             session_id = run.session_id()
             error = failure.json()
-            _write(out, run_json(failure.status, None, session_id, run.tool_calls, resume, error))
+            write_json_line(
+                out, run_json(failure.status, None, session_id, run.tool_calls, resume, error)
+            )
         if not isinstance(exc, Exception) or isinstance(exc, BrokenPipeError):
             raise  # Ctrl-C and a reader gone: main() reports them
         raise CliError(failure.message, hint=failure.hint, code=failure.status) from exc
     status = EXIT_OK if result.terminal == "end_turn" else EXIT_FAILED
     if args.json:
         calls = list(zip(result.tool_uses, result.tool_results))
-        _write(out, run_json(status, result, result.session_id, calls, run.resume()))
+        write_json_line(out, run_json(status, result, result.session_id, calls, run.resume()))
     else:
-        out.write(summary(result) + "\n")
-        out.flush()
+        show_end(out, result, args.decisions)
     return status
+
+
+def show_end(out: TextIO, result: SessionResult, decisions: str | None) -> None:
+    """The summary line, then each question the run left for a person and the command
+    that answers it."""
+    out.write(summary(result) + "\n")
+    for decision in result.pending:
+        why = f" ({decision.reason})" if decision.reason else ""
+        out.write(f"pending {decision.token}: {question(decision)}{why}\n")
+        out.write(f"  {answering_command(decision, decisions or 'PATH')}\n")
+    out.flush()
 
 
 class _Run:
@@ -137,7 +151,7 @@ class _Run:
     def drive(self, out: TextIO) -> SessionResult:
         args = self.args
         status = sys.stderr if sys.stderr.isatty() else None
-        connect = connect_options(args)
+        connect = {**connect_options(args), **decision_options(args)}
         prompt = _prompt(args)
         handler = load_handler(args.tools) if args.tools else Tools()
         with ExitStack() as servers:
@@ -190,7 +204,7 @@ class _Run:
             argv += ["--harness-arn", args.harness_arn]
         if args.provider == "claude-bedrock" and self.region:
             argv += ["--region", self.region]  # a session id names no region
-        for dest in ("profile", "tools"):
+        for dest in ("profile", "tools", "decisions", "confirm", "elicit"):
             if getattr(args, dest):
                 argv += [f"--{dest}", getattr(args, dest)]
         for command in args.mcp:
@@ -201,12 +215,6 @@ class _Run:
         """How the run failed, and the command that resumes it where resuming may help."""
         resume = self.resume() if resumable(exc) else None
         return describe(exc, "rma run", self.args.provider, resume), resume
-
-
-def _write(out: TextIO, value: dict[str, Any]) -> None:
-    json.dump(value, out, default=str)
-    out.write("\n")
-    out.flush()
 
 
 def _prompt(args: argparse.Namespace) -> str | None:

@@ -79,8 +79,11 @@ def answer(
     stopped = False
     try:
         connect = {**(decision.connect or {}), **options}
-        if "session_id" in getattr(provider, "options", ("session_id",)):
-            connect["session_id"] = decision.session_id  # (AgentCore's is in its connect)
+        accepted = getattr(provider, "options", ("session_id",))
+        if "session_id" in accepted:
+            connect["session_id"] = decision.session_id
+        elif "runtime_session_id" in accepted:  # AgentCore's, which the run may have made
+            connect["runtime_session_id"] = decision.session_id
         session = Session(provider, handler=handler, decisions=decisions, **connect)
         reached = session.run(None, timeout=timeout)
         stopped = True

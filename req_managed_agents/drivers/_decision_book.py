@@ -71,6 +71,7 @@ Answer = Union[Decision, ElicitationAnswer, ToolResult]
 """What a decision is answered with, by its kind."""
 ANSWERED_TTL = 7 * 24 * 3600.0
 """How long an answered decision is kept (so that a late second answer learns the first)."""
+_TOKEN_PREFIX = "dec_"  # a token never begins with "-", which a command line reads as a flag
 _OPEN_INDEX = "decision-open:all"
 _CAS_ROUNDS = 200
 
@@ -105,7 +106,7 @@ class DecisionBook:
         """Save ``draft`` (its token ignored) unless its question already waits: the
         decision that waits for it."""
         item_key = _item_key(draft.session_id, draft.item_id)
-        token = secrets.token_urlsafe(24)
+        token = _TOKEN_PREFIX + secrets.token_urlsafe(24)
         if not self._records.add_record(item_key, token):
             known = self._records.get_record(item_key)
             found = self.get(str(known)) if isinstance(known, str) else None

@@ -18,7 +18,13 @@ import pytest
 
 from req_managed_agents.cli import _main as _cli
 from req_managed_agents.cli._exits import EXIT_STATUSES
-from req_managed_agents.testing import ClaudeEmulator, ConverseTurn, OpenAIAgentsEmulator, Turn
+from req_managed_agents.testing import (
+    ClaudeEmulator,
+    ConverseTurn,
+    OpenAIAgentsEmulator,
+    ToolCall,
+    Turn,
+)
 from tests.cli.process import rma_process
 from tests.support.cli import fails
 
@@ -112,6 +118,19 @@ def in_process(*argv: str) -> int:
     return _cli.main(list(argv))
 
 
+def answered_twice(emulator: ClaudeEmulator, folder: Path) -> int:
+    """A second ``rma pending`` answer to a decision a run left (the first allowed it)."""
+    from req_managed_agents import pending
+    from req_managed_agents.stores import FileStore
+
+    asks = ToolCall("bash", {"command": "ls"}, result="a b", permission="ask")
+    argv = ["run", *session(emulator, Turn(server_tool_calls=[asks]), "Listed.")]
+    assert in_process(*argv, "--confirm", "defer", "--decisions", "decisions", "Go") == 1
+    [decision] = pending(FileStore(folder / "decisions"))
+    assert in_process("pending", "approve", decision.token, "--decisions", "decisions") == 0
+    return in_process("pending", "deny", decision.token, "--decisions", "decisions")
+
+
 # Each documented status: commands that must return it (fixtures: claude, folder).
 PRODUCERS: dict[int, list[Callable[[ClaudeEmulator, Path], int]]] = {
     0: [lambda c, f: in_process("run", *session(c), "Hi")],
@@ -147,6 +166,7 @@ PRODUCERS: dict[int, list[Callable[[ClaudeEmulator, Path], int]]] = {
         lambda c, f: in_process("run", "--agent-id", "agent_nope", "--environment-id", "e", "Hi"),
         lambda c, f: in_process("artifacts", "list", "sesn_nope"),
     ],
+    5: [answered_twice],
     124: [
         lambda c, f: in_process(
             "run", *session(c, Turn(text="slow", delay=5)), "--timeout", "0.3", "Hi"
