@@ -295,6 +295,7 @@ from req_managed_agents.testing.agentcore import (
     StoppedSession,
 )
 from req_managed_agents.testing.claude import ClaudeEmulator, Turn
+from req_managed_agents.testing.gemini import GeminiEmulator, GeminiTurn
 from req_managed_agents.testing.openai import OpenAIAgentsEmulator, OpenAITurn
 from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 
@@ -304,6 +305,8 @@ __all__ = [
     "CommandOutput",
     "CommandRecord",
     "ConverseTurn",
+    "GeminiEmulator",
+    "GeminiTurn",
     "Invocation",
     "OpenAIAgentsEmulator",
     "OpenAITurn",
