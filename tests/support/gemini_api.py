@@ -55,8 +55,8 @@ def _walk(value: Any, where: str) -> None:
         assert not name.startswith("Unknown"), f"{where}: unknown union variant {name}"
         extra = value.model_extra or {}
         assert not extra or not type(value).model_fields, f"{where}: {name} extras {sorted(extra)}"
-        for field in type(value).model_fields:
-            _walk(getattr(value, field), f"{where}.{field}")
+        for field in type(value).model_fields:  # read directly: some warn as deprecated
+            _walk(value.__dict__.get(field), f"{where}.{field}")
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             _walk(item, f"{where}[{index}]")
@@ -212,6 +212,23 @@ class GeminiApi:
             path_only = "/" + "/".join(response.request.path_url.split("?")[0].split("/")[1:])
             check_answer(method, path_only, response.status_code, response.json())
         return response
+
+    def cut_stream(self, method: str, path: str, body: Any = None) -> list[dict[str, Any]]:
+        """The events of a stream that the server cuts, each checked strictly."""
+        response = self.http.request(method, self.url + path, json=body, stream=True, timeout=10)
+        assert response.headers["content-type"] == "text/event-stream", response.text
+        received = b""
+        try:
+            for chunk in response.iter_content(chunk_size=None):
+                received += chunk
+        except requests.exceptions.ChunkedEncodingError:
+            pass  # cut: what was received is all there is
+        else:
+            raise AssertionError(f"the stream was not cut: {received!r}")
+        events = sse_events(received.decode())
+        for event in events:
+            check_event(event)
+        return events
 
     def ok(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         response = self.call(method, path, body, **params)

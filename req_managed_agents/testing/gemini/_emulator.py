@@ -169,11 +169,12 @@ class GeminiEmulator(SseEmulator):
             return copy.deepcopy(conversation.log)
 
     def running(self) -> list[str]:
-        """Ids of the interactions still running or waiting for their caller (neither ended
-        nor deleted): what a run that stopped everywhere leaves none of."""
+        """Ids of the interactions still running, or waiting for a caller that has not
+        answered or continued them (neither ended nor deleted): what a run that stopped
+        everywhere leaves none of."""
         with self._state.condition:
             return [
                 i.id
                 for i in self._state.interactions.values()
-                if not i.deleted and i.status not in ENDED
+                if not (i.deleted or i.continued or i.status in ENDED)
             ]

@@ -83,11 +83,12 @@ class Interactions:
         with state.condition:
             agent, functions = state.agent_named(request.agent)
             functions |= function_names(request.body.get("tools"))
+            environment_id = self._environment(request.body.get("environment"))
             if request.previous_id is None:
                 interaction = self._first_hop(request, agent, functions)
             else:
                 interaction = self._next_hop(request, agent, functions)
-            interaction.environment_id = self._environment(request.body.get("environment"))
+            interaction.environment_id = environment_id
             if state.hidden_reads:
                 interaction.hidden_reads = state.hidden_reads.popleft()
             state.interactions[interaction.id] = interaction
@@ -164,6 +165,7 @@ class Interactions:
                     f"'{previous_id}' has no pending call ({previous.status})."
                 )
             inputs = texts(request.steps)
+        previous.continued = True
         conversation = previous.conversation
         return self._new(request, agent, functions, conversation, previous.turn_index + 1, inputs)
 

@@ -60,6 +60,7 @@ class Interaction:
     errors: list[dict[str, str]] = field(default_factory=list)
     continuation_token: str | None = None
     environment_id: str | None = None
+    continued: bool = False  # a later hop answered or continued it
     hidden_reads: int = 0  # GETs still answered 404 (not_found_after_create)
     deleted: bool = False
 

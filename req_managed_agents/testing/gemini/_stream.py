@@ -5,10 +5,11 @@
 Each event goes out as an ``event: <event_type>`` / ``data: <json>`` frame (no ``id:``
 line: the SDK resumes by the JSON ``event_id``, and its decoder would carry an ``id:`` over
 to the next frame) and a ``: keep-alive`` comment fills each ``ping_interval`` of silence.
-The stream ends cleanly right after ``interaction.completed`` (no ``[DONE]``, as the REST
-docs' sample shows none), or when the interaction is deleted. Stream faults meet an event at
-its position in its conversation's log (``conversation_events``), the stream's scope being
-the conversation's id (its first interaction's).
+The stream ends cleanly right after ``interaction.completed`` (at once when resumed after
+it; no ``[DONE]``, as the REST docs' sample shows none), or when the interaction is deleted.
+Stream faults meet an event at its position in its conversation's log
+(``conversation_events``), the stream's scope being the conversation's id (its first
+interaction's).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from req_managed_agents.testing.server import Exchange, Lifecycle
 
 HEARTBEAT = b": keep-alive\n\n"
+_LAST = "interaction.completed"
 
 
 class EventStream:
@@ -43,12 +45,17 @@ class EventStream:
             {"x-request-id": new_id("req"), "Cache-Control": "no-cache"},
         )
 
+        events = interaction.events  # only ever appended to
+        if cursor >= len(events) and events and events[-1]["event_type"] == _LAST:
+            stream.finish()  # resumed after the hop's last event: nothing more will come
+            return
+
         def send(position: int, event: Mapping[str, Any]) -> bool:
             corrupted = functools.partial(frame, event, cut=True)
             place = interaction.positions[position]
             if not stream.send_event(frame(event), place, corrupted):
                 return False
-            if event["event_type"] == "interaction.completed":
+            if event["event_type"] == _LAST:
                 stream.finish()
                 return False
             return True
