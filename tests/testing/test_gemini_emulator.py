@@ -375,6 +375,19 @@ def test_a_failed_or_deleted_interaction(api: Start) -> None:
     assert emulator.running() == []
 
 
+def test_the_pytest_fixture(gemini_emulator: GeminiEmulator) -> None:
+    agent_id = gemini_emulator.add_agent(["From the fixture."])
+    client = GeminiApi(gemini_emulator, version="v1beta")
+    try:
+        interaction = client.ok(
+            "POST", "/interactions", {"agent": f"agents/{agent_id}", "input": "Hi"}
+        )
+    finally:
+        client.close()
+    assert interaction["agent"] == f"agents/{agent_id}"
+    assert interaction["steps"][-1]["content"][0]["text"] == "From the fixture."
+
+
 # --- the strict check itself --------------------------------------------------------------------
 
 
