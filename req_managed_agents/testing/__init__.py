@@ -281,6 +281,37 @@ emulator's stream faults (``drop_stream``, ``stall_stream``, ``corrupt_stream``,
 ``terminate_session`` and ``fail_turn``. For assertions: ``events``, ``items``, ``turns``,
 ``session``, ``session_ids``, ``requests``, ``stream_connections``, ``pending_faults``. The
 ``openai_emulator`` fixture yields a fresh ``OpenAIAgentsEmulator()``.
+
+:class:`GeminiEmulator` is the Gemini Interactions API (Managed Agents: ``/v1/`` and
+``/v1beta/`` ``interactions``, ``agents``, ``environments``) on ``127.0.0.1``: point a client
+at ``emulator.base_url`` with ``x-goog-api-key: <emulator.api_key>`` (google-genai:
+``genai.Client(api_key=..., http_options={"base_url": emulator.base_url})``). Every create
+makes a new interaction, the next hop of a conversation, which plays the next
+:class:`GeminiTurn` of its agent's script: a hop with tool calls ends ``requires_action``
+with ``function_call`` steps, and a create naming it as ``previous_interaction_id`` with one
+``function_result`` per call plays the next. Every answer and event fits google-genai
+3.6.1's models strictly::
+
+    from req_managed_agents.testing import GeminiEmulator, GeminiTurn, call
+
+    script = [
+        GeminiTurn(tool_calls=[call("get_weather", city="Paris")]),
+        GeminiTurn(text=lambda results: f"It is {results[0]} in Paris."),
+    ]
+    with GeminiEmulator(script) as emulator:
+        agent_id = emulator.add_agent(tools=[{"type": "function", "name": "get_weather"}])
+        ...  # create, then answer the requires_action hop with function_result steps
+
+The wire behaviour (hops, statuses, events, resuming with ``last_event_id``, refusals, the
+choices where the SDK is silent) is described in :mod:`req_managed_agents.testing.gemini`.
+Faults: the request faults above, the stream faults (at positions of
+``conversation_events(interaction_id)``, ``session_id`` naming a conversation by its first
+interaction's id), ``not_found_after_create(reads, times)`` (a created interaction reads 404
+at first), ``refuse_resumes(times, status)`` (a stream that cannot resume) and
+``fail_interaction``. For assertions: ``interaction``, ``interaction_ids``, ``events``,
+``conversation_events``, ``conversation_id``, ``running``, ``requests``,
+``stream_connections``, ``pending_faults``. The ``gemini_emulator`` fixture yields a fresh
+``GeminiEmulator()``.
 """
 
 from __future__ import annotations
@@ -295,6 +326,7 @@ from req_managed_agents.testing.agentcore import (
     StoppedSession,
 )
 from req_managed_agents.testing.claude import ClaudeEmulator, Turn
+from req_managed_agents.testing.gemini import GeminiEmulator, GeminiTurn
 from req_managed_agents.testing.openai import OpenAIAgentsEmulator, OpenAITurn
 from req_managed_agents.testing.server import RecordedRequest, StreamConnection
 
@@ -304,6 +336,8 @@ __all__ = [
     "CommandOutput",
     "CommandRecord",
     "ConverseTurn",
+    "GeminiEmulator",
+    "GeminiTurn",
     "Invocation",
     "OpenAIAgentsEmulator",
     "OpenAITurn",

@@ -1,5 +1,5 @@
 """Pytest plugin providing the ``claude_emulator``, ``claude_bedrock_emulator``,
-``agentcore_emulator`` and ``openai_emulator`` fixtures.
+``agentcore_emulator``, ``openai_emulator`` and ``gemini_emulator`` fixtures.
 
 Registered as a ``pytest11`` entry point, so installing the SDK makes the fixtures available
 to every test suite without a conftest import.
@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, OpenAIAgentsEmulator
+from req_managed_agents.testing import (
+    AgentCoreEmulator,
+    ClaudeEmulator,
+    GeminiEmulator,
+    OpenAIAgentsEmulator,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -50,4 +55,11 @@ def agentcore_emulator() -> Iterator[AgentCoreEmulator]:
 def openai_emulator() -> Iterator[OpenAIAgentsEmulator]:
     """A started :class:`OpenAIAgentsEmulator` with default settings, closed after the test."""
     with OpenAIAgentsEmulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def gemini_emulator() -> Iterator[GeminiEmulator]:
+    """A started :class:`GeminiEmulator` with default settings, closed after the test."""
+    with GeminiEmulator() as emulator:
         yield emulator
