@@ -28,7 +28,7 @@ import requests
 
 from req_managed_agents import telemetry
 from req_managed_agents._redact import get_logger
-from req_managed_agents.errors import BadRequestError, NotFoundError, StreamError
+from req_managed_agents.errors import APIError, NotFoundError, StreamError
 from req_managed_agents.model._recent import RecentSet
 from req_managed_agents.providers._feed import FeedClosed, History, StreamFeed, Unparseable
 from req_managed_agents.providers.gemini._client import GeminiClient
@@ -55,6 +55,8 @@ RECONNECT = RetryPolicy(max_retries=8, base=0.5, cap=10.0, max_retry_after=300.0
 # How many recent event ids are kept to drop replayed frames: memory stays flat.
 SEEN_IDS_KEPT = 10_000
 _HEARTBEAT_TYPES = frozenset({"ping", "heartbeat", "keepalive"})
+# What a resume the service cannot serve (events it no longer keeps) is answered with.
+_CANNOT_RESUME = frozenset({400, 404, 410})
 
 Event = dict[str, Any]
 
@@ -195,8 +197,10 @@ class GeminiFeed(StreamFeed):
         interaction_id = str(self._current)
         try:
             return self._open(interaction_id, self._last_event_id)
-        except BadRequestError as refused:
-            if self._last_event_id is None:
+        except APIError as refused:
+            if self._last_event_id is None or refused.status_code not in _CANNOT_RESUME:
+                if isinstance(refused, NotFoundError):
+                    raise _not_yet(interaction_id, refused) from None
                 raise
             _log.info("interaction %s cannot resume (%s); catching up", interaction_id, refused)
         if self._record(interaction_id, end=True):
@@ -205,16 +209,13 @@ class GeminiFeed(StreamFeed):
         return self._open(interaction_id, None)  # its whole stream again, deduplicated
 
     def _open(self, interaction_id: str, last_event_id: str | None) -> requests.Response:
-        try:
-            return self._client.open_interaction_stream(
-                interaction_id,
-                last_event_id=last_event_id,
-                idle_timeout=self._idle_timeout,
-                cancelled=self._stopped,
-                telemetry_metadata=self._metadata,
-            )
-        except NotFoundError as exc:
-            raise _not_yet(interaction_id, exc) from None
+        return self._client.open_interaction_stream(
+            interaction_id,
+            last_event_id=last_event_id,
+            idle_timeout=self._idle_timeout,
+            cancelled=self._stopped,
+            telemetry_metadata=self._metadata,
+        )
 
     def _record(self, interaction_id: str, *, end: bool) -> bool:
         """Deliver what the interaction recorded; with ``end``, and when it has ended (or
@@ -265,8 +266,9 @@ class GeminiFeed(StreamFeed):
             raise _HopEnded
 
 
-def _not_yet(interaction_id: str, exc: NotFoundError) -> StreamError:
-    """A just-created interaction that reads 404 is not readable yet: waited on like a drop."""
+def _not_yet(interaction_id: str, exc: APIError) -> StreamError:
+    """A just-created interaction that reads 404 is not readable yet: waited on like a drop
+    (within the reconnect budget: one deleted for good is given up on there)."""
     return StreamError(f"interaction {interaction_id} is not readable yet ({exc})")
 
 
