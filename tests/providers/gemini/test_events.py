@@ -242,5 +242,5 @@ def test_a_create_declares_only_the_fields_of_the_sdks_request_types():
 def test_labels_follow_the_apis_rules():
     assert checked_labels({"rma_create": "0af3"}) == {"rma_create": "0af3"}
     for bad in ({"Upper": "x"}, {"1st": "x"}, {"k": "UPPER"}, {"k": "x" * 64}):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="must match"):
             checked_labels(bad)
