@@ -1,9 +1,9 @@
 """req_managed_agents: a synchronous client for managed agent runtimes.
 
 The provider (Claude Managed Agents, on Anthropic's API or Amazon Bedrock; Bedrock AgentCore
-Harness; OpenAI's Agents API) runs the agent loop; your custom tools run here, on your
-machine. The provider only ever sees each tool's name, description, input schema and the
-text it returned.
+Harness; OpenAI's Agents API; Gemini Managed Agents) runs the agent loop; your custom tools
+run here, on your machine. The provider only ever sees each tool's name, description, input
+schema and the text it returned.
 
 The root holds the names of a day's work; every public name is in its subpackage (``errors``,
 ``model``, ``tools``, ``drivers``, ...). Names that need ``requests`` or the drivers load on
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         BedrockAgentCore,
         ClaudeManagedAgents,
         ClaudeManagedAgentsBedrock,
+        GeminiManagedAgents,
         OpenAIAgents,
     )
     from req_managed_agents.stores import FileStore, MemoryStore
@@ -66,7 +67,13 @@ if TYPE_CHECKING:
 # in ``requests`` and the drivers, which an import of the package alone should not pay for).
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ("BedrockAgentCore", "ClaudeManagedAgents", "ClaudeManagedAgentsBedrock", "OpenAIAgents"),
+        (
+            "BedrockAgentCore",
+            "ClaudeManagedAgents",
+            "ClaudeManagedAgentsBedrock",
+            "GeminiManagedAgents",
+            "OpenAIAgents",
+        ),
         "req_managed_agents.providers",
     ),
     **dict.fromkeys(
@@ -118,6 +125,7 @@ __all__ = [
     "Deferred",
     "Deny",
     "FileStore",
+    "GeminiManagedAgents",
     "HookEvent",
     "ManagedAgentsError",
     "McpServer",

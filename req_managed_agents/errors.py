@@ -234,9 +234,10 @@ class ProviderStreamError(StreamError):
 
 
 class InvocationOutcomeUnknownError(StreamError):
-    """An AgentCore invocation broke after it was sent and before its turn ended: the
-    harness may have committed the turn (its tool calls pending) or not, and it keeps no
-    history to ask, so it was not sent again (that could run the turn twice)."""
+    """An AgentCore invocation broke after it was sent and before its turn ended (or a
+    Gemini create before its stream named the interaction it made): the service may have
+    started the turn (its tool calls pending) or not, and offers no way to find out, so it
+    was not sent again (that could run the turn twice)."""
 
 
 class IdleTimeoutError(StreamError, TimeoutError):

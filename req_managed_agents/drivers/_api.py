@@ -23,10 +23,12 @@ if TYPE_CHECKING:
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
     from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
+    from req_managed_agents.drivers._options import GeminiSessionOptions as _Gemini
     from req_managed_agents.drivers._options import OpenAISessionOptions as _OpenAI
     from req_managed_agents.providers.agentcore._provider import BedrockAgentCore
     from req_managed_agents.providers.claude._bedrock import ClaudeManagedAgentsBedrock
     from req_managed_agents.providers.claude._provider import ClaudeManagedAgents
+    from req_managed_agents.providers.gemini._provider import GeminiManagedAgents
     from req_managed_agents.providers.openai._provider import OpenAIAgents
 
 __all__ = ["run_to_completion"]
@@ -70,6 +72,15 @@ def run_to_completion(
 ) -> SessionResult: ...
 @overload
 def run_to_completion(
+    provider: GeminiManagedAgents,
+    prompt: str | None = None,
+    *,
+    handler: Handler,
+    timeout: float | None = None,
+    **options: Unpack[_Gemini],
+) -> SessionResult: ...
+@overload
+def run_to_completion(
     provider: Provider,
     prompt: str | None = None,
     *,
@@ -95,8 +106,8 @@ def run_to_completion(
     Claude takes ``agent_id``/``agent=``, ``environment_id``/``environment=`` or
     ``session_id`` (resume); AgentCore takes ``harness_arn``/``harness=``,
     ``runtime_session_id`` and its per-invocation limits; OpenAI takes ``agent_id``/``agent=``,
-    ``environment`` or ``session_id``. What stops a run is described on
-    :class:`~req_managed_agents.Session`.
+    ``environment`` or ``session_id``; Gemini takes ``agent=`` or ``interaction_id``. What
+    stops a run is described on :class:`~req_managed_agents.Session`.
     """
     with Session(provider, handler=handler, connect=connect, **options) as session:
         return session.run(prompt, timeout=timeout)

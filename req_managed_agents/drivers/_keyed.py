@@ -175,6 +175,12 @@ class KeyedRun:
         if self._tracked:
             self._move({**self._binding, "phase": "turn", "turn": _turn_record(turn)})
 
+    def moved(self, session_id: str) -> None:
+        """The session's id moved (each input makes a new Gemini interaction): a retry
+        continues from the new one."""
+        if self._binding.get("session_id") != session_id:
+            self._move({**self._binding, "session_id": session_id})
+
     def _move(self, binding: dict[str, Any]) -> None:
         if not self.ledger.rebind(self.key, self._binding, binding):
             raise AmbiguousRunError(

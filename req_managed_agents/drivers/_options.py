@@ -120,6 +120,7 @@ if TYPE_CHECKING:  # for the drivers' overloads only: the drivers do not import 
     from req_managed_agents.providers.agentcore._options import AgentCoreOptions
     from req_managed_agents.providers.claude._bedrock import ClaudeBedrockOptions
     from req_managed_agents.providers.claude._options import ClaudeOptions
+    from req_managed_agents.providers.gemini._options import GeminiOptions
     from req_managed_agents.providers.openai._options import OpenAIOptions
 
     class ClaudeSessionOptions(SessionOptions, ClaudeOptions, total=False):
@@ -133,6 +134,9 @@ if TYPE_CHECKING:  # for the drivers' overloads only: the drivers do not import 
 
     class OpenAISessionOptions(SessionOptions, OpenAIOptions, total=False):
         """Everything an OpenAI Agents session takes."""
+
+    class GeminiSessionOptions(SessionOptions, GeminiOptions, total=False):
+        """Everything a Gemini conversation takes."""
 
 
 @dataclass(frozen=True)

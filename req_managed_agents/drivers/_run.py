@@ -152,6 +152,13 @@ class Run:
             )
         return measured
 
+    def moved(self, session_id: str) -> None:
+        """The session's id moved (a Gemini chain's newest interaction): the run reports
+        it, and a keyed run's binding names it before the turn goes on."""
+        self.session_id = session_id
+        if self.keyed is not None:
+            self.keyed.moved(session_id)
+
     def take(self, turn: TurnResult) -> None:
         """A finished turn's events replace what was seen live (which may include events of
         an attempt the provider then retried)."""

@@ -30,13 +30,7 @@ from req_managed_agents.drivers._tool_runner import ToolRunCancelled, wait_at_mo
 from req_managed_agents.errors import ConfigurationError, SessionError, SessionTimeoutError
 from req_managed_agents.model._stream import StreamItem, run_view
 from req_managed_agents.model._vocabulary import Outcome, SessionInfo, SessionResult, TurnResult
-from req_managed_agents.providers._base import (
-    Aborted,
-    Conversation,
-    CreateToken,
-    Opening,
-    Provider,
-)
+from req_managed_agents.providers._base import Aborted, Conversation, CreateToken, Opening, Provider
 from req_managed_agents.tools._handler import EventHandler, Handler, describe_exception
 from req_managed_agents.tools._registry import Tools
 
@@ -55,9 +49,11 @@ if TYPE_CHECKING:
     from req_managed_agents.drivers._options import AgentCoreSessionOptions as _AgentCore
     from req_managed_agents.drivers._options import ClaudeBedrockSessionOptions as _Bedrock
     from req_managed_agents.drivers._options import ClaudeSessionOptions as _Claude
+    from req_managed_agents.drivers._options import GeminiSessionOptions as _Gemini
     from req_managed_agents.drivers._options import OpenAISessionOptions as _OpenAI
     from req_managed_agents.providers import BedrockAgentCore, ClaudeManagedAgents, OpenAIAgents
     from req_managed_agents.providers import ClaudeManagedAgentsBedrock as _OnBedrock
+    from req_managed_agents.providers import GeminiManagedAgents as _Gemini_
 
 
 class Session:
@@ -102,6 +98,10 @@ class Session:
     @overload
     def __init__(
         self, provider: OpenAIAgents, *, handler: Handler, **options: Unpack[_OpenAI]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self, provider: _Gemini_, *, handler: Handler, **options: Unpack[_Gemini]
     ) -> None: ...
     @overload
     def __init__(
@@ -401,6 +401,7 @@ class Session:
             handler_tools=self._handler.schemas() if isinstance(self._handler, Tools) else None,
             cancelled=stop,
             prompt=prompt or DEFAULT_PROMPT,
+            moved=lambda session_id: self._run.moved(session_id) if self._run else None,
         )
 
         def open_conversation(resume: str | None, token: CreateToken | None = None) -> Conversation:

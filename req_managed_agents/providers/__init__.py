@@ -5,11 +5,14 @@
 * :class:`BedrockAgentCore` - AWS Bedrock AgentCore Harness (one event stream per turn;
   needs the ``[aws]`` extra, loaded on first use).
 * :class:`OpenAIAgents` - OpenAI's Agents API (a live SSE stream per session).
+* :class:`GeminiManagedAgents` - Gemini Managed Agents, the Interactions API (a chain of
+  streamed interactions).
 """
 
 from req_managed_agents.providers._base import Conversation, Provider
 from req_managed_agents.providers.agentcore import BedrockAgentCore, CommandResult
 from req_managed_agents.providers.claude import ClaudeManagedAgents, ClaudeManagedAgentsBedrock
+from req_managed_agents.providers.gemini import GeminiManagedAgents
 from req_managed_agents.providers.openai import OpenAIAgents
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "ClaudeManagedAgentsBedrock",
     "CommandResult",
     "Conversation",
+    "GeminiManagedAgents",
     "OpenAIAgents",
     "Provider",
 ]

@@ -186,7 +186,10 @@ class Opening:
     (a keyed run continuing the session its key names). ``create_token``: a session made now
     carries it, and one an earlier attempt made with it is adopted (see
     :class:`CreateToken`). ``prompt`` is the run's first prompt, for a runtime that starts a
-    session with it (OpenAI); the others ignore it.
+    session with it (OpenAI, Gemini); the others ignore it. ``moved`` hears of the session's
+    new id where each input makes one (a Gemini conversation is a chain of interactions, its
+    newest the id to continue from): the drivers record it at once - the run's session id,
+    a keyed run's binding - before the turn it starts goes on.
     """
 
     on_event: EventSink
@@ -198,6 +201,7 @@ class Opening:
     resume: str | None = None
     create_token: CreateToken | None = None
     prompt: str | None = None
+    moved: Callable[[str], None] | None = None
 
 
 class Provider(Protocol):

@@ -33,9 +33,10 @@ from typing import Any
 from tests.faults._matrix import Runtime
 from tests.faults._runtimes.agentcore import AGENTCORE
 from tests.faults._runtimes.claude import CLAUDE, CLAUDE_BEDROCK
+from tests.faults._runtimes.gemini import GEMINI
 from tests.faults._runtimes.openai import OPENAI
 
-RUNTIMES: tuple[Runtime[Any], ...] = (AGENTCORE, CLAUDE_BEDROCK, CLAUDE, OPENAI)
+RUNTIMES: tuple[Runtime[Any], ...] = (AGENTCORE, CLAUDE_BEDROCK, CLAUDE, GEMINI, OPENAI)
 
 
 def runtime_of(scenario_id: str) -> Runtime[Any] | None:
