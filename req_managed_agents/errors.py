@@ -234,10 +234,9 @@ class ProviderStreamError(StreamError):
 
 
 class InvocationOutcomeUnknownError(StreamError):
-    """An AgentCore invocation broke after it was sent and before its turn ended (or a
-    Gemini create before its stream named the interaction it made): the service may have
-    started the turn (its tool calls pending) or not, and offers no way to find out, so it
-    was not sent again (that could run the turn twice)."""
+    """An AgentCore invocation (or a Gemini create, before its stream named its
+    interaction) broke after it was sent: the turn may have started or not, and the
+    service offers no way to find out, so it was not sent again (that could run it twice)."""
 
 
 class IdleTimeoutError(StreamError, TimeoutError):

@@ -1,4 +1,4 @@
-"""The four runtimes' emulators as tests drive them: how each starts from a script, what a
+"""The five runtimes' emulators as tests drive them: how each starts from a script, what a
 run connects with, and its scripted turn."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from req_managed_agents.testing import (
     AgentCoreEmulator,
     ClaudeEmulator,
     ConverseTurn,
+    GeminiEmulator,
+    GeminiTurn,
     OpenAIAgentsEmulator,
     OpenAITurn,
     Turn,
@@ -51,5 +53,6 @@ RUNTIMES = [
         lambda e: {"harness_arn": e.add_harness(), "runtime_session_id": new_runtime_session_id()},
         ConverseTurn,
     ),
+    Runtime("gemini", GeminiEmulator, lambda e: {"agent": e.add_agent()}, GeminiTurn),
 ]
 BY_NAME = {runtime.name: runtime for runtime in RUNTIMES}

@@ -38,6 +38,7 @@ from req_managed_agents.tools._handler import Handler
 __all__ = ["EXPIRED_MESSAGE", "answer", "expire", "pending"]
 
 EXPIRED_MESSAGE = "no one answered before the decision expired"
+_REATTACH = ("session_id", "runtime_session_id", "interaction_id")
 
 
 def answer(
@@ -80,10 +81,10 @@ def answer(
     try:
         connect = {**(decision.connect or {}), **options}
         accepted = getattr(provider, "options", ("session_id",))
-        if "session_id" in accepted:
-            connect["session_id"] = decision.session_id
-        elif "runtime_session_id" in accepted:  # AgentCore's, which the run may have made
-            connect["runtime_session_id"] = decision.session_id
+        # The option that reattaches a session: AgentCore's runtime session (which the run
+        # may have made up), Gemini's newest interaction, everyone else's session id.
+        name = next((n for n in _REATTACH if n in accepted), "session_id")
+        connect[name] = decision.session_id
         session = Session(provider, handler=handler, decisions=decisions, **connect)
         reached = session.run(None, timeout=timeout)
         stopped = True

@@ -79,6 +79,10 @@ def provider_of(recipe: dict[str, Any]) -> Any:
         from req_managed_agents.providers.openai import OpenAIAgents
 
         return OpenAIAgents(**recipe)
+    if kind == "gemini":
+        from req_managed_agents.providers.gemini import GeminiManagedAgents
+
+        return GeminiManagedAgents(**recipe)
     from req_managed_agents.providers.agentcore import BedrockAgentCore
 
     return BedrockAgentCore(recipe.pop("region"), **recipe)

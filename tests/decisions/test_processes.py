@@ -27,8 +27,8 @@ def _recipe(runtime: Runtime, emulator: Any) -> dict[str, Any]:
     """How a child process builds a provider for ``emulator`` (as its ``provider()`` does)."""
     if runtime.name == "claude":
         return {"kind": "claude", "api_key": emulator.api_key, "base_url": emulator.base_url}
-    if runtime.name == "openai":
-        return {"kind": "openai", "api_key": emulator.api_key, "base_url": emulator.base_url}
+    if runtime.name in ("openai", "gemini"):
+        return {"kind": runtime.name, "api_key": emulator.api_key, "base_url": emulator.base_url}
     credentials = {
         "access_key_id": emulator.access_key_id,
         "secret_access_key": emulator.secret_access_key,

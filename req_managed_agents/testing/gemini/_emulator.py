@@ -23,6 +23,8 @@ from req_managed_agents.testing.server import Lifecycle, LoopbackServer, SseEmul
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from req_managed_agents.providers.gemini import GeminiManagedAgents
+
 _RESUME_REFUSALS = (400, 404, 410)
 
 
@@ -62,6 +64,13 @@ class GeminiEmulator(SseEmulator):
             *self._environments.routes(),
         ]
         super().__init__(LoopbackServer(lifecycle, GeminiAPI(self.api_key, routes)))
+
+    def provider(self, **options: Any) -> GeminiManagedAgents:
+        """A ``GeminiManagedAgents`` with this emulator's key and URL; ``options`` go to its
+        constructor (``timeout``, ``max_retries``, ...)."""
+        from req_managed_agents.providers.gemini import GeminiManagedAgents
+
+        return GeminiManagedAgents(self.api_key, base_url=self.base_url, **options)
 
     # --- set-up and faults for tests ------------------------------------------------------
 
