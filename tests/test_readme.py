@@ -22,7 +22,15 @@ from typing import Any
 import pytest
 
 from req_managed_agents import telemetry
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, ConverseTurn, Turn, call
+from req_managed_agents.testing import (
+    AgentCoreEmulator,
+    ClaudeEmulator,
+    ConverseTurn,
+    GeminiEmulator,
+    GeminiTurn,
+    Turn,
+    call,
+)
 from req_managed_agents.testing._script import ToolCall
 from tests.support.readme import Block, python_blocks
 
@@ -87,6 +95,17 @@ def environment(
         yield agentcore
 
 
+@pytest.fixture
+def gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[GeminiEmulator]:
+    """The Gemini blocks' runtime, found through the environment as the SDK finds it."""
+    script = [GeminiTurn(tool_calls=[call("get_weather", city="Paris")]), "Sunny in Paris."]
+    with GeminiEmulator(script) as emulator:
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        monkeypatch.setenv("GEMINI_API_KEY", emulator.api_key)
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", emulator.base_url)
+        yield emulator
+
+
 def prepare(
     block: Block,
     claude: ClaudeEmulator,
@@ -106,6 +125,9 @@ def prepare(
         monkeypatch = request.getfixturevalue("monkeypatch")
         monkeypatch.setenv("PATH", f"{NPM_BIN}{os.pathsep}{os.environ['PATH']}")
         script = NOTE
+    if "GeminiManagedAgents(" in code:
+        gemini: GeminiEmulator = request.getfixturevalue("gemini")
+        code = code.replace('"my-agent"', repr(gemini.add_agent()))
     code = code.replace('"agent_..."', repr(claude.add_agent(script)))
     code = code.replace('"env_..."', repr(claude.add_environment()))
     if '"sesn_..."' in code:
