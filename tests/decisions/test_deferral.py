@@ -260,3 +260,54 @@ def test_an_allow_from_a_policy_is_unchanged(store: FileStore) -> None:
     assert (result.terminal, result.pending) == ("end_turn", ())
     assert pending(store) == []
     assert not isinstance(Deny(), Allow)
+
+
+class _AskingLater(Tools):
+    """Defers every confirmation, local MCP tools' included."""
+
+    def handle_confirmation(self, tool_use: ToolUse, context: ToolContext) -> Decision | Defer:
+        return Defer("the folder's owner decides")
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_a_local_mcp_tools_confirmation_waits_and_the_tool_runs_only_once_allowed(
+    allow: bool, store: FileStore, tmp_path: Path
+) -> None:
+    from req_managed_agents import McpServer
+    from tests.mcp.conftest import npm_server
+
+    command, *args = npm_server("server-filesystem")
+    folder = tmp_path / "files"
+    folder.mkdir()
+    note = folder / "note.txt"
+    write = call("fs_write_file", path=str(note), content="hello")
+    script = [Turn(tool_calls=[write]), Turn(text=_joined)]
+    with (
+        McpServer(command, [*args, str(folder)], name="files") as server,
+        ClaudeEmulator(script) as emulator,
+        emulator.provider(timeout=10) as provider,
+    ):
+        tools = _AskingLater()
+        tools.include(server, prefix="fs_", allow=["write_file"])
+        connect = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+        stopped = run_to_completion(
+            provider, "Write it.", handler=tools, decisions=store, timeout=RUN_TIMEOUT, **connect
+        )
+        [waiting] = stopped.pending
+        assert (waiting.kind, waiting.reason) == ("confirmation", "the folder's owner decides")
+        assert waiting.tool_use is not None
+        assert (waiting.tool_use.name, waiting.tool_use.mcp_server) == ("fs_write_file", None)
+        assert not note.exists()  # not run while it waits
+
+        arguments: dict[str, Any] = {"allow": True} if allow else {"allow": False}
+        if not allow:
+            arguments["message"] = "not that folder"
+        finished = answer(provider, waiting.token, handler=tools, decisions=store, **arguments)
+
+    assert finished.terminal == "end_turn"
+    if allow:
+        assert note.read_text() == "hello"
+        assert "Successfully wrote" in finished.text
+    else:
+        assert not note.exists()
+        assert "denied: not that folder" in finished.text
