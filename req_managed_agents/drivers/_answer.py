@@ -12,7 +12,7 @@ waits stays waiting (the run stops again, listing it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from req_managed_agents.drivers._decision_book import (
     AlreadyAnsweredError,
@@ -41,6 +41,38 @@ EXPIRED_MESSAGE = "no one answered before the decision expired"
 _REATTACH = ("session_id", "runtime_session_id", "interaction_id")
 
 
+@overload
+def answer(
+    provider: Provider,
+    token: str,
+    *,
+    handler: Handler,
+    decisions: Store,
+    allow: bool | None = ...,
+    message: str | None = ...,
+    result: str | ToolResult | None = ...,
+    is_error: bool = ...,
+    content: Mapping[str, Any] | None = ...,
+    timeout: float | None = ...,
+    wait: Literal[True] = ...,
+    **options: Any,
+) -> SessionResult: ...
+@overload
+def answer(
+    provider: Provider,
+    token: str,
+    *,
+    handler: Handler,
+    decisions: Store,
+    allow: bool | None = ...,
+    message: str | None = ...,
+    result: str | ToolResult | None = ...,
+    is_error: bool = ...,
+    content: Mapping[str, Any] | None = ...,
+    timeout: float | None = ...,
+    wait: Literal[False],
+    **options: Any,
+) -> None: ...
 def answer(
     provider: Provider,
     token: str,
@@ -53,8 +85,9 @@ def answer(
     is_error: bool = False,
     content: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    wait: bool = True,
     **options: Any,
-) -> SessionResult:
+) -> SessionResult | None:
     """Answer the decision ``token`` and continue its session to its next stop.
 
     A confirmation takes ``allow`` (and ``message``, the agent's reason for a denial); an
@@ -65,6 +98,10 @@ def answer(
     answer again after the first's process died goes on where it stopped. Tools the
     continued session calls run here, through ``handler``; ``options`` are the drivers'
     (``ledger``, ``tool_timeout``, ...) and override the connect options the decision kept.
+
+    ``wait=False`` returns as soon as the answer is claimed and kept: it is sent by whoever
+    continues the session next - a worker's ``run_to_completion(..., session_id=...)`` with
+    the same ``decisions=``, ``rma pending``, or the answer to the turn's last open question.
     """
     book = book_for(decisions)
     decision = book.get(token)
@@ -77,6 +114,9 @@ def answer(
         )
     reply = _reply(decision, allow, message, result, is_error, content)
     book.claim(token, reply)
+    if not wait:  # kept for whoever continues the session
+        book.release(token, reached_a_stop=True)
+        return None
     stopped = False
     try:
         connect = {**(decision.connect or {}), **options}

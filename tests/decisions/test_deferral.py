@@ -311,3 +311,33 @@ def test_a_local_mcp_tools_confirmation_waits_and_the_tool_runs_only_once_allowe
     else:
         assert not note.exists()
         assert "denied: not that folder" in finished.text
+
+
+def test_an_answer_that_does_not_wait_is_sent_by_whoever_continues_the_session(
+    store: FileStore,
+) -> None:
+    tools = _Refunds()
+    script = [Turn(tool_calls=[call("refund", amount=5)]), Turn(text=_joined)]
+    with ClaudeEmulator(script) as emulator, emulator.provider(timeout=10) as provider:
+        connect = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+        stopped = run_to_completion(provider, "Refund.", handler=tools, decisions=store, **connect)
+        [waiting] = stopped.pending
+
+        kept = answer(
+            provider, waiting.token, handler=tools, decisions=store, result="5 back", wait=False
+        )
+        assert kept is None
+        assert pending(store) == []
+        [session] = emulator.session_ids()
+        events = emulator.events(session)
+        assert not [e for e in events if e["type"] == "user.custom_tool_result"]  # not yet
+        with pytest.raises(AlreadyAnsweredError):
+            answer(provider, waiting.token, handler=tools, decisions=store, result="5 back")
+
+        # A worker goes on with the session: the kept answer is what it sends.
+        finished = run_to_completion(
+            provider, handler=tools, decisions=store, session_id=stopped.session_id, **connect
+        )
+
+    assert (finished.terminal, finished.text) == ("end_turn", "5 back")
+    assert tools.calls == ["refund 5"]
