@@ -66,6 +66,9 @@ region of its sandbox ARN. Prints {"torn_down": NAME, "kind", "id"}, or
 {"torn_down": null} when a spec's resource does not exist.
 """
 
+# Where rma provision makes agents (not yet Gemini's).
+_PROVISIONED = tuple(provider for provider in RUN_PROVIDERS if provider != "gemini")
+
 
 def add_commands(commands: Any) -> None:
     """Register the provisioning subcommands on the ``rma`` subparsers."""
@@ -88,7 +91,7 @@ def add_commands(commands: Any) -> None:
     )
     provision.add_argument("spec", type=Path, metavar="SPEC.json", help="the spec file (below)")
     provision.add_argument(
-        "--provider", choices=RUN_PROVIDERS, default="claude", help="where to provision"
+        "--provider", choices=_PROVISIONED, default="claude", help="where to provision"
     )
     provision.add_argument(
         "--environment-id",
@@ -119,7 +122,7 @@ def add_commands(commands: Any) -> None:
     )
     teardown.add_argument(
         "--provider",
-        choices=RUN_PROVIDERS,
+        choices=_PROVISIONED,
         help="with SPEC.json: where it was provisioned (default: claude); "
         "with NAME the stored handle says, and a different --provider is refused",
     )
