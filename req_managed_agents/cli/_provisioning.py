@@ -66,9 +66,6 @@ region of its sandbox ARN. Prints {"torn_down": NAME, "kind", "id"}, or
 {"torn_down": null} when a spec's resource does not exist.
 """
 
-# Where rma provision makes agents (not yet Gemini's).
-_PROVISIONED = tuple(provider for provider in RUN_PROVIDERS if provider != "gemini")
-
 
 def add_commands(commands: Any) -> None:
     """Register the provisioning subcommands on the ``rma`` subparsers."""
@@ -91,7 +88,7 @@ def add_commands(commands: Any) -> None:
     )
     provision.add_argument("spec", type=Path, metavar="SPEC.json", help="the spec file (below)")
     provision.add_argument(
-        "--provider", choices=_PROVISIONED, default="claude", help="where to provision"
+        "--provider", choices=RUN_PROVIDERS, default="claude", help="where to provision"
     )
     provision.add_argument(
         "--environment-id",
@@ -111,8 +108,8 @@ def add_commands(commands: Any) -> None:
         parents=[store],
         help="remove what rma provision made",
         description="Archive the Claude agent (on Anthropic's API or Amazon Bedrock), or delete "
-        "the OpenAI agent or the AgentCore harness, that rma provision made, and forget it "
-        "in the store.",
+        "the OpenAI or Gemini agent or the AgentCore harness, that rma provision made, and "
+        "forget it in the store.",
         epilog=TEARDOWN_HELP,
     )
     teardown.add_argument(
@@ -122,7 +119,7 @@ def add_commands(commands: Any) -> None:
     )
     teardown.add_argument(
         "--provider",
-        choices=_PROVISIONED,
+        choices=RUN_PROVIDERS,
         help="with SPEC.json: where it was provisioned (default: claude); "
         "with NAME the stored handle says, and a different --provider is refused",
     )
@@ -229,7 +226,7 @@ def _refused_values(hint: str) -> Iterator[None]:
 
 
 def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
-    if provider in ("claude", "openai"):
+    if provider in ("claude", "openai", "gemini"):
         refuse(
             args,
             ["execution_role_arn", "region", "profile"],
@@ -263,9 +260,10 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
             )
         environment = args.environment_id
         region = sandbox_region(args.environment_id, args.region)
-    elif args.provider == "openai" and environment is not None:
+    elif args.provider in ("openai", "gemini") and environment is not None:
+        who = "an OpenAI agent" if args.provider == "openai" else "a Gemini agent"
         raise CliError(
-            f"the spec {args.spec} has an environment; an OpenAI agent has none",
+            f"the spec {args.spec} has an environment; {who} has none",
             hint="drop it: each session names its environment (rma run --environment)",
         )
     else:

@@ -207,3 +207,96 @@ def test_a_deferred_tool_is_answered_with_rma_pending_on_the_chain(
     assert answer["previous_interaction_id"] == ran["session_id"]
     assert (answer["agent"], answer["service_tier"]) == (agent, "flex")
     sys.modules.pop("gemini_refund_tools", None)
+
+
+SPEC = {
+    "agent": {
+        "name": "Weather_Bot",
+        "system_prompt": "Report the weather.",
+        "model": "antigravity-preview-05-2026",
+        "model_config": {"type": "antigravity", "model": "gemini-3-pro"},
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            }
+        ],
+    }
+}
+
+
+def _agent_creates(emulator: GeminiEmulator) -> list[object]:
+    return [r.body for r in emulator.requests if r.method == "POST" and r.path == "/v1/agents"]
+
+
+def test_provision_names_the_agent_by_its_content_and_teardown_deletes_it(
+    gemini: GeminiEmulator,
+    tools_folder: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(SPEC))
+    store = tmp_path / "store.json"
+    argv = ["provision", "--provider", "gemini", str(spec), "--store", str(store)]
+    code, handle = rma(capsys, *argv)
+    assert code == 0, handle
+    assert handle["kind"] == "gemini"
+    # The content address is the id: a Gemini id's alphabet, the spec's digest at its end.
+    assert handle["agent_id"] == handle["name"]
+    assert handle["agent_id"] == f"weather-bot-{handle['digest']}"
+    assert rma(capsys, *argv) == (0, handle), "the same spec and store: the same handle"
+    # A fresh store finds the agent at the provider by its id instead of making another.
+    fresh = ["--store", str(tmp_path / "fresh.json")]
+    assert rma(capsys, *argv[:-2], *fresh) == (0, handle)
+    (created,) = _agent_creates(gemini)
+    assert created == {
+        "id": handle["agent_id"],
+        "base_agent": "antigravity-preview-05-2026",
+        "agent_config": {"type": "antigravity", "model": "gemini-3-pro"},
+        "system_instruction": "Report the weather.",
+        "tools": [
+            {
+                "type": "function",
+                "name": "get_weather",
+                "description": "Current weather for a city.",
+                "parameters": SPEC["agent"]["tools"][0]["input_schema"],  # type: ignore[index]
+            }
+        ],
+    }
+    # Another spec is another agent.
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps({"agent": {**SPEC["agent"], "system_prompt": "Be terse."}}))
+    code, other = rma(
+        capsys, "provision", "--provider", "gemini", str(changed), "--store", str(store)
+    )
+    assert code == 0
+    assert other["agent_id"] != handle["agent_id"]
+    # A run on the provisioned agent.
+    run = ["run", "--provider", "gemini", "--agent-id", handle["agent_id"], "--json"]
+    code, ran = rma(capsys, *run, "--tools", "gemini_weather_tools:tools", "Weather?")
+    assert (code, ran["text"]) == (0, "It is sunny in Paris."), ran
+    code, torn = rma(capsys, "teardown", handle["name"], "--store", str(store))
+    assert (code, torn["kind"], torn["id"]) == (0, "gemini", handle["agent_id"])
+    assert f"/v1/agents/{handle['agent_id']}" in [
+        r.path for r in gemini.requests if r.method == "DELETE"
+    ]
+    code, by_spec = rma(
+        capsys, "teardown", "--provider", "gemini", str(changed), "--store", str(store)
+    )
+    assert (code, by_spec["id"]) == (0, other["agent_id"])
+    assert rma(capsys, "teardown", "--provider", "gemini", str(spec), "--store", str(store)) == (
+        0,
+        {"torn_down": None},
+    )
+
+
+def test_a_spec_with_an_environment_is_refused_for_gemini(
+    gemini: GeminiEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({**SPEC, "environment": {"config": {"type": "cloud"}}}))
+    argv = ["provision", "--provider", "gemini", str(spec), "--store", str(tmp_path / "s")]
+    assert "a Gemini agent has none" in fails(capsys, 2, *argv)
+    assert not _agent_creates(gemini)
