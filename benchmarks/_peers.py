@@ -1,9 +1,10 @@
 """The peer libraries the benchmarks compare against, kept out of the project's virtualenv.
 
-``anthropic``, ``boto3``, ``botocore`` and ``openai`` are test extras, so ``scripts/test``
-has already installed them. ``httpx-sse`` and ``sseclient-py`` are not: they are installed with
-``pip install --target`` into ``benchmarks/.peers`` (git-ignored) and that folder goes at the
-*end* of ``sys.path``, so that nothing in it can shadow what the project's environment holds.
+``anthropic``, ``boto3``, ``botocore``, ``openai`` and ``google-genai`` are test extras, so
+``scripts/test`` has already installed them. ``httpx-sse`` and ``sseclient-py`` are not: they
+are installed with ``pip install --target`` into ``benchmarks/.peers`` (git-ignored) and that
+folder goes at the *end* of ``sys.path``, so that nothing in it can shadow what the project's
+environment holds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _FROM_TEST_EXTRAS = {
     "boto3": "boto3",
     "openai": "openai",
     "mcp": "mcp",
+    "google.genai": "google-genai",
 }
 
 

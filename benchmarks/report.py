@@ -5,9 +5,9 @@
     .venv/bin/python benchmarks/report.py --only "openai events/s" --write  # just those rows
 
 Run ``scripts/test`` once first: it installs the test extras (``anthropic``, ``boto3``,
-``openai``), which are peers here. ``httpx-sse`` and ``sseclient-py`` are installed into
-``benchmarks/.peers``, outside the project's environment (see ``_peers.py``). The whole run
-takes a few minutes.
+``openai``, ``google-genai``), which are peers here. ``httpx-sse`` and ``sseclient-py`` are
+installed into ``benchmarks/.peers``, outside the project's environment (see ``_peers.py``).
+The whole run takes a few minutes.
 
 Each row is measured on the same input for us and for the peer, in the same process where the
 peer is a library, alternating repetitions and keeping the best, so a ratio is meaningful even
@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import _claude_session_bench
 import _eventstream_bench
+import _gemini_bench
 import _load_bench
 import _mcp_bench
 import _openai_bench
@@ -52,6 +53,7 @@ ROW_ORDER = (
     "per-turn overhead",
     "OpenAI session throughput",
     "OpenAI tool turn",
+    "Gemini session throughput",
     "streamed text",
     "tool concurrency",
     "MCP tool calls",
@@ -259,6 +261,7 @@ def sections(repeat: int) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("per-turn overhead", lambda: _claude_session_bench.overhead_rows(200, repeat)),
         ("openai events/s", lambda: _openai_bench.event_rows(20_000, repeat)),
         ("openai tool turn", lambda: _openai_bench.tool_turn_rows(3)),
+        ("gemini events/s", lambda: _gemini_bench.event_rows(10_000, repeat)),
         ("streamed text", lambda: _text_bench.text_rows(repeat=min(repeat, 3))),
         ("tool concurrency", lambda: tool_rows(3)),
         ("mcp calls", lambda: _mcp_bench.call_rows(500, min(repeat, 3))),

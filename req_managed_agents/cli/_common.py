@@ -60,8 +60,9 @@ __all__ = [
 ]
 
 PROVIDERS = ("claude", "agentcore")
-# rma run, batch, provision and teardown also drive Claude on Amazon Bedrock and OpenAI.
-RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock", "openai")
+# rma run, batch, provision and teardown also drive Claude on Amazon Bedrock, OpenAI and
+# Gemini.
+RUN_PROVIDERS = (*PROVIDERS, "claude-bedrock", "openai", "gemini")
 AWS_PROVIDERS = ("agentcore", "claude-bedrock")
 
 
@@ -240,7 +241,12 @@ def add_profile_flag(parser: argparse._ActionsContainer) -> None:
 
 def open_provider(kind: str, region: str | None = None, profile: str | None = None) -> Any:
     """A provider from the environment's credentials (``ANTHROPIC_API_KEY``, the AWS chain
-    or ``profile``, ``AWS_BEARER_TOKEN_BEDROCK``, ``OPENAI_API_KEY``)."""
+    or ``profile``, ``AWS_BEARER_TOKEN_BEDROCK``, ``OPENAI_API_KEY``, ``GOOGLE_API_KEY`` or
+    ``GEMINI_API_KEY``)."""
+    if kind == "gemini":
+        from req_managed_agents.providers import GeminiManagedAgents
+
+        return GeminiManagedAgents()
     if kind == "openai":
         from req_managed_agents.providers import OpenAIAgents
 

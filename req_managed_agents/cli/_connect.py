@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from req_managed_agents.cli._common import (
     RUN_PROVIDERS,
     CliError,
     add_profile_flag,
+    flag,
     harness_region,
     positive_int,
     positive_seconds,
@@ -20,7 +22,14 @@ from req_managed_agents.cli._common import (
 )
 from req_managed_agents.cli._mcp import add_mcp_flag
 
-__all__ = ["DEFAULT_TIMEOUT", "add_connection_flags", "aws_region", "connect_options"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "GEMINI_FLAGS",
+    "add_connection_flags",
+    "aws_region",
+    "connect_options",
+    "gemini_flags",
+]
 
 DEFAULT_TIMEOUT = 600.0
 _CLAUDE_FLAGS = (
@@ -37,6 +46,16 @@ _BEDROCK_FLAGS = ("working_directory", "execution_role_arn")
 _OPENAI_FLAGS = ("environment", "spend_limit")
 # The Claude flags an OpenAI session does not take.
 _NOT_OPENAI = ("environment_id", "title", "agent_version")
+# Gemini's own flags, and the create fields they fill.
+GEMINI_FLAGS = {
+    "system_instruction": "system_instruction",
+    "service_tier": "service_tier",
+    "agent_config": "agent_config",
+}
+# The Claude flags a Gemini conversation does not take.
+_NOT_GEMINI = ("environment_id", "title", "agent_version", "vault_id")
+_GEMINI_ONLY = "needs --provider gemini"
+_SERVICE_TIERS = ("flex", "standard", "priority", "deferred")
 
 
 def add_connection_flags(parser: argparse.ArgumentParser) -> None:
@@ -95,13 +114,29 @@ def add_connection_flags(parser: argparse.ArgumentParser) -> None:
         "--environment",
         metavar="TYPE|JSON",
         help="the new session's environment: none (the default: the tools run here), "
-        "openai_hosted, or the API's environment object as JSON",
+        "openai_hosted, or the API's environment object as JSON; for Gemini an "
+        "environment id or the API's environment object as JSON",
     )
     openai.add_argument(
         "--spend-limit",
         type=positive_int,
         metavar="CENTS",
         help="the new session's spending limit in US cents",
+    )
+    gemini = parser.add_argument_group(
+        "Gemini Managed Agents (--provider gemini; also the starred Claude flags but "
+        "--vault-id, --session-metadata being its labels, and --environment)"
+    )
+    gemini.add_argument(
+        "--system-instruction", metavar="TEXT", help="the system instruction of each interaction"
+    )
+    gemini.add_argument(
+        "--service-tier", choices=_SERVICE_TIERS, help="the service tier of each interaction"
+    )
+    gemini.add_argument(
+        "--agent-config",
+        metavar="JSON",
+        help='the agent\'s configuration object, e.g. {"type": "dynamic"}',
     )
     agentcore = parser.add_argument_group("Bedrock AgentCore (--provider agentcore)")
     agentcore.add_argument("--harness-arn", metavar="ARN", help="the harness to invoke")
@@ -130,6 +165,15 @@ def connect_options(args: argparse.Namespace) -> dict[str, Any]:
     """The session's provider options from the flags; flags that do not apply are refused."""
     if args.provider == "openai":
         return _openai_options(args)
+    if args.provider == "gemini":
+        return _gemini_options(args)
+    refuse(args, tuple(GEMINI_FLAGS), _GEMINI_ONLY, "add --provider gemini, or drop it")
+    refuse(
+        args,
+        ("environment",),
+        "needs --provider openai or gemini",
+        "add --provider openai or gemini, or drop it",
+    )
     refuse(args, _OPENAI_FLAGS, "needs --provider openai", "add --provider openai, or drop it")
     aws_region(args)  # a --region the ARN contradicts is refused before anything is sent
     if args.provider == "agentcore":
@@ -229,6 +273,7 @@ def _metadata(pairs: list[str]) -> dict[str, str]:
 
 
 def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
+    refuse(args, tuple(GEMINI_FLAGS), _GEMINI_ONLY, "add --provider gemini, or drop it")
     refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
     refuse(args, _AWS_FLAGS, _AWS_ONLY, "drop it: OpenAI is not on AWS")
     refuse(args, _BEDROCK_FLAGS, "needs --provider claude-bedrock", "drop it")
@@ -265,7 +310,73 @@ def _openai_options(args: argparse.Namespace) -> dict[str, Any]:
     return connect
 
 
-def _environment(text: str) -> Any:
+def _gemini_options(args: argparse.Namespace) -> dict[str, Any]:
+    """A Gemini conversation's options: every interaction of the chain names its agent and
+    carries the create fields, so continuing one (``--session-id``: its newest interaction)
+    takes them as starting one does."""
+    refuse(args, ("harness_arn",), "needs --provider agentcore", "add --provider agentcore")
+    refuse(args, _AWS_FLAGS, _AWS_ONLY, "drop it: Gemini is not on AWS")
+    refuse(args, _BEDROCK_FLAGS, "needs --provider claude-bedrock", "drop it")
+    refuse(args, ("spend_limit",), "needs --provider openai", "drop it")
+    refuse(
+        args,
+        _NOT_GEMINI,
+        "is a Claude option; it does not apply with --provider gemini",
+        "drop it (--environment names a Gemini interaction's environment)",
+    )
+    if not args.agent_id:
+        raise CliError(
+            "--provider gemini needs --agent-id: every interaction names its agent",
+            hint="an agent's id, e.g. --agent-id deep-research-pro-preview-12-2025; with "
+            "--session-id too",
+        )
+    connect: dict[str, Any] = {"agent": args.agent_id}
+    if args.session_id:
+        connect["interaction_id"] = args.session_id
+    if args.environment is not None:
+        connect["environment"] = _environment(args.environment, '"type": "remote"')
+    if args.session_metadata:
+        connect["labels"] = _metadata(args.session_metadata)
+    if args.system_instruction is not None:
+        connect["system_instruction"] = args.system_instruction
+    if args.service_tier is not None:
+        connect["service_tier"] = args.service_tier
+    if args.agent_config is not None:
+        connect["agent_config"] = _json_object("--agent-config", args.agent_config)
+    return connect
+
+
+def gemini_flags(connect: Mapping[str, Any]) -> list[str]:
+    """The flags that give a Gemini conversation's next interaction the ``connect``
+    options it was run with (its agent and create fields, sent with every interaction):
+    what a command continuing it repeats."""
+    argv = ["--agent-id", str(connect["agent"])] if connect.get("agent") else []
+    environment = connect.get("environment")
+    if environment is not None:
+        text = environment if isinstance(environment, str) else json.dumps(environment)
+        argv += ["--environment", text]
+    for dest, option in GEMINI_FLAGS.items():
+        value = connect.get(option)
+        if value is not None:
+            argv += [flag(dest), value if isinstance(value, str) else json.dumps(value)]
+    for key, value in (connect.get("labels") or {}).items():
+        argv += ["--session-metadata", f"{key}={value}"]
+    return argv
+
+
+def _json_object(flag_name: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(
+            f"{flag_name} is not valid JSON: {exc}", hint=f"{flag_name} takes a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise CliError(f"{flag_name} must be a JSON object", hint='for example {"type": "dynamic"}')
+    return value
+
+
+def _environment(text: str, example: str = '"type": "openai_hosted"') -> Any:
     if not text.lstrip().startswith("{"):
         return text
     try:
@@ -273,6 +384,6 @@ def _environment(text: str) -> Any:
     except ValueError as exc:
         raise CliError(
             f"--environment is not valid JSON: {exc}",
-            hint='for example --environment \'{"type": "openai_hosted"}\'',
+            hint=f"for example --environment '{{{example}}}'",
         ) from None
     return value

@@ -1,7 +1,7 @@
 """``rma demo``: one session whose tool runs on this machine, end to end.
 
 With no agent named it runs against the built-in emulator of ``--provider`` (claude,
-claude-bedrock, agentcore or openai: a real HTTP server on loopback playing a scripted
+claude-bedrock, agentcore, openai or gemini: a real HTTP server on loopback playing a scripted
 agent, the one ``rma emulator`` serves), so it works on a fresh clone with no network. Given
 an agent (``--agent-id``; for Claude with ``--environment-id``, a sandbox ARN on Bedrock) or
 ``--harness-arn``, it runs the same code against the real service with the environment's
@@ -77,8 +77,8 @@ def add_command(commands: Any) -> None:
         "--agent-id",
         metavar="ID",
         help="a real agent declaring get_weather: Claude (with --environment-id and "
-        "ANTHROPIC_API_KEY; on Bedrock a sandbox ARN and AWS credentials) or OpenAI "
-        "(OPENAI_API_KEY)",
+        "ANTHROPIC_API_KEY; on Bedrock a sandbox ARN and AWS credentials), OpenAI "
+        "(OPENAI_API_KEY) or Gemini (GOOGLE_API_KEY or GEMINI_API_KEY)",
     )
     parser.add_argument(
         "--environment-id",
@@ -132,11 +132,11 @@ def _check_flags(args: argparse.Namespace) -> bool:
         real = args.harness_arn is not None
     else:
         refuse(args, ["harness_arn"], "needs --provider agentcore", "add --provider agentcore")
-        if provider == "openai":
+        if provider in ("openai", "gemini"):
             refuse(
                 args,
                 ["environment_id"],
-                "does not apply with --provider openai (the agent's session needs none)",
+                f"does not apply with --provider {provider} (the agent's session needs none)",
                 "drop it",
             )
         elif bool(args.agent_id) != bool(args.environment_id):
@@ -187,6 +187,8 @@ def _run_real(args: argparse.Namespace, out: TextIO, status: TextIO | None) -> S
     if kind == "agentcore":
         region = harness_region(args.harness_arn, None)
         connect = {"harness_arn": args.harness_arn, "tools": demo_tools()}
+    elif kind == "gemini":
+        connect = {"agent": args.agent_id}
     elif kind != "openai":
         connect["environment_id"] = args.environment_id
         if kind == "claude-bedrock":

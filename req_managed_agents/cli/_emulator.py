@@ -6,10 +6,10 @@ comments otherwise - with the ids of an agent, environment or harness ready to u
 ``# ready``. :func:`emulated` starts the same emulators for ``rma demo``.
 
 A script file (``--script FILE``) is Python whose ``script`` is the list the emulator plays,
-as in tests: ``Turn`` (claude, claude-bedrock), ``ConverseTurn`` (agentcore) or
-``OpenAITurn`` (openai) from ``req_managed_agents.testing``, a plain string being a turn
-that only speaks. Without one, the agent is the demo's: it looks up the weather in Paris
-and Tokyo with ``get_weather(city)``, then reports.
+as in tests: ``Turn`` (claude, claude-bedrock), ``ConverseTurn`` (agentcore),
+``OpenAITurn`` (openai) or ``GeminiTurn`` (gemini) from ``req_managed_agents.testing``, a
+plain string being a turn that only speaks. Without one, the agent is the demo's: it looks
+up the weather in Paris and Tokyo with ``get_weather(city)``, then reports.
 """
 
 from __future__ import annotations
@@ -54,8 +54,15 @@ TITLES = {
     "claude-bedrock": "Claude Managed Agents on Amazon Bedrock",
     "agentcore": "Bedrock AgentCore",
     "openai": "OpenAI's Agents API",
+    "gemini": "Gemini Managed Agents (the Interactions API)",
 }
 _TRY = "What is the weather in Paris?"
+_GET_WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 
 EPILOG = f"""\
 examples:
@@ -63,7 +70,7 @@ examples:
   rma emulator --provider agentcore --port 8700 --script turns.py
 
 --script FILE is Python whose `script` is what the agent plays, one turn per input:
-  from req_managed_agents.testing import Turn, call   # ConverseTurn, OpenAITurn
+  from req_managed_agents.testing import Turn, call   # ConverseTurn, OpenAITurn, GeminiTurn
   script = [Turn(tool_calls=[call("get_weather", city="Oslo")]), "It is mild in Oslo."]
 Without it the agent is the demo's (get_weather for Paris and Tokyo, then a report).
 
@@ -158,10 +165,35 @@ def emulated(
                 },
                 ports=[_port_of(emulator.base_url)],
             )
+    elif provider == "gemini":
+        with _gemini(script, delay) as running:
+            yield running
     else:
         played = script if script is not None else demo_script(testing.Turn, delay)
         with _claude(provider, played) as running:
             yield running
+
+
+@contextlib.contextmanager
+def _gemini(script: Sequence[Any] | None, delay: float) -> Iterator[Emulated]:
+    from req_managed_agents import testing
+
+    played = script if script is not None else demo_script(testing.GeminiTurn, delay)
+    with testing.GeminiEmulator(played) as emulator:
+        # The agent declares the demo's tool, so that a client sending no tools (the
+        # vendor's SDK, say) may still be called back.
+        agent = emulator.add_agent(agent_id="weather-demo", tools=[_GET_WEATHER])
+        yield Emulated(
+            "gemini",
+            emulator,
+            {"agent": agent},
+            {
+                "GOOGLE_GEMINI_BASE_URL": emulator.base_url,
+                "GOOGLE_API_KEY": emulator.api_key,
+                "RMA_AGENT_ID": agent,
+            },
+            ports=[_port_of(emulator.base_url)],
+        )
 
 
 @contextlib.contextmanager
@@ -222,9 +254,12 @@ def load_script(path: Path, provider: str) -> list[Any]:
     """The ``script`` a script file defines, checked to be turns of ``provider``'s emulator."""
     from req_managed_agents import testing
 
-    turn = {"agentcore": testing.ConverseTurn, "openai": testing.OpenAITurn}.get(
-        provider, testing.Turn
-    )
+    turns = {
+        "agentcore": testing.ConverseTurn,
+        "openai": testing.OpenAITurn,
+        "gemini": testing.GeminiTurn,
+    }
+    turn = turns.get(provider, testing.Turn)
     hint = f"rma emulator --help shows the format ({turn.__name__} turns for {provider})"
     if not path.is_file():
         raise CliError(f"the script {path} does not exist", hint=hint)
@@ -315,7 +350,7 @@ def _lines(running: Emulated, urls: Mapping[int, int]) -> list[str]:
 def _try(running: Emulated) -> str:
     if running.provider == "agentcore":
         flags = '--harness-arn "$RMA_HARNESS_ARN"'
-    elif running.provider == "openai":
+    elif running.provider in ("openai", "gemini"):
         flags = '--agent-id "$RMA_AGENT_ID"'
     else:
         flags = '--agent-id "$RMA_AGENT_ID" --environment-id "$RMA_ENVIRONMENT_ID"'

@@ -155,6 +155,7 @@ _FLAG_TERMS = (
 _CREDENTIALS = {
     "claude": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
+    "gemini": "GOOGLE_API_KEY or GEMINI_API_KEY",
     "claude-bedrock": "the AWS credentials (--profile, AWS_PROFILE) or AWS_BEARER_TOKEN_BEDROCK",
     "agentcore": "the AWS credentials (--profile, AWS_PROFILE)",
     "worker": "ANTHROPIC_ENVIRONMENT_KEY or --environment-key-file",
@@ -162,6 +163,7 @@ _CREDENTIALS = {
 _ENDPOINTS = {
     "claude": "ANTHROPIC_BASE_URL",
     "openai": "OPENAI_BASE_URL",
+    "gemini": "GOOGLE_GEMINI_BASE_URL",
     "claude-bedrock": "ANTHROPIC_BEDROCK_BASE_URL",
     "agentcore": "AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL",
     "worker": "ANTHROPIC_BASE_URL",
@@ -216,8 +218,8 @@ def resumable(exc: BaseException) -> bool:
 
 def describe(exc: BaseException, command: str, provider: str, resume: str | None = None) -> Failure:
     """The exit status, message and hint of ``exc``, which ended ``command`` (``rma run``)
-    talking to ``provider`` (``claude``, ``openai``, ``claude-bedrock``, ``agentcore``, or
-    ``worker`` for a self-hosted environment's worker);
+    talking to ``provider`` (``claude``, ``openai``, ``gemini``, ``claude-bedrock``,
+    ``agentcore``, or ``worker`` for a self-hosted environment's worker);
     ``resume`` is the command line that continues the session, when one does."""
     failure = _describe(exc, command, provider, resume)
     return replace(failure, message=in_flag_terms(failure.message))

@@ -31,7 +31,7 @@ from req_managed_agents.cli._common import (
     refuse,
     sandbox_region,
 )
-from req_managed_agents.cli._connect import DEFAULT_TIMEOUT
+from req_managed_agents.cli._connect import DEFAULT_TIMEOUT, gemini_flags
 from req_managed_agents.cli._decision_view import (
     answering_command,
     decision_json,
@@ -318,6 +318,8 @@ class _Pending:
         harness = (decision.connect or {}).get("harness_arn")
         if decision.runtime == "agentcore" and harness:
             argv += ["--harness-arn", str(harness)]
+        if decision.runtime == "gemini":
+            argv += gemini_flags(decision.connect or {})
         for dest in ("region", "profile", "tools"):
             if getattr(args, dest, None):
                 argv += [f"--{dest}", getattr(args, dest)]

@@ -108,8 +108,8 @@ def add_commands(commands: Any) -> None:
         parents=[store],
         help="remove what rma provision made",
         description="Archive the Claude agent (on Anthropic's API or Amazon Bedrock), or delete "
-        "the OpenAI agent or the AgentCore harness, that rma provision made, and forget it "
-        "in the store.",
+        "the OpenAI or Gemini agent or the AgentCore harness, that rma provision made, and "
+        "forget it in the store.",
         epilog=TEARDOWN_HELP,
     )
     teardown.add_argument(
@@ -226,7 +226,7 @@ def _refused_values(hint: str) -> Iterator[None]:
 
 
 def _check_aws_flags(args: argparse.Namespace, provider: str) -> None:
-    if provider in ("claude", "openai"):
+    if provider in ("claude", "openai", "gemini"):
         refuse(
             args,
             ["execution_role_arn", "region", "profile"],
@@ -260,9 +260,10 @@ def _provision(args: argparse.Namespace) -> dict[str, Any]:
             )
         environment = args.environment_id
         region = sandbox_region(args.environment_id, args.region)
-    elif args.provider == "openai" and environment is not None:
+    elif args.provider in ("openai", "gemini") and environment is not None:
+        who = "an OpenAI agent" if args.provider == "openai" else "a Gemini agent"
         raise CliError(
-            f"the spec {args.spec} has an environment; an OpenAI agent has none",
+            f"the spec {args.spec} has an environment; {who} has none",
             hint="drop it: each session names its environment (rma run --environment)",
         )
     else:

@@ -1,5 +1,5 @@
 """``rma run``: one prompt against an agent (Claude, on Anthropic's API or Amazon Bedrock;
-OpenAI) or an AgentCore harness, shown as it runs.
+OpenAI; Gemini) or an AgentCore harness, shown as it runs.
 
 The local tools come from ``--tools MODULE:ATTRIBUTE``, importable from the current folder;
 without it the run has none, and a tool call gets the library's unknown-tool error result.
@@ -25,7 +25,12 @@ from req_managed_agents.cli._common import (
     CliError,
     open_provider,
 )
-from req_managed_agents.cli._connect import add_connection_flags, aws_region, connect_options
+from req_managed_agents.cli._connect import (
+    add_connection_flags,
+    aws_region,
+    connect_options,
+    gemini_flags,
+)
 from req_managed_agents.cli._decision_view import answering_command, question
 from req_managed_agents.cli._decisions import add_policy_flags, decision_options
 from req_managed_agents.cli._exits import Failure, describe, resumable
@@ -46,6 +51,8 @@ examples:
   rma run --provider agentcore --harness-arn arn:aws:bedrock-agentcore:...:harness/h-1 "Hi"
   rma run --provider claude-bedrock --agent-id agent_01 --environment-id SANDBOX_ARN "Hi"
   rma run --provider openai --agent-id agent_01 "Hi"
+  rma run --provider gemini --agent-id my-agent "Hi"
+  rma run --provider gemini --agent-id my-agent --session-id INTERACTION "And?"
   rma run --session-id sesn_01 "And tomorrow?"        # a follow-up in the same session
   echo "Hi" | rma run --agent-id agent_01 --environment-id env_01 --json -
 
@@ -57,7 +64,9 @@ registry's tools are declared to the harness on each invocation.
 Claude reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL); AgentCore the AWS credential
 chain (AWS_ACCESS_KEY_ID, AWS_PROFILE or --profile, ...), in the region of the harness
 ARN; Claude on Bedrock the same chain (or AWS_BEARER_TOKEN_BEDROCK), in the region of
-the sandbox ARN; OpenAI reads OPENAI_API_KEY (and OPENAI_BASE_URL).
+the sandbox ARN; OpenAI reads OPENAI_API_KEY (and OPENAI_BASE_URL); Gemini reads
+GOOGLE_API_KEY, else GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL). A Gemini session id
+is the conversation's newest interaction: each turn makes a new one.
 
 --json prints one object whatever the outcome, with every key each time: exit_status,
 session_id, terminal, stop_reason ({{"type": ...}} or null), text, turns, usage,
@@ -71,7 +80,7 @@ def add_command(commands: Any) -> None:
     """Register ``rma run`` on the ``rma`` subparsers."""
     run = commands.add_parser(
         "run",
-        help="run a prompt against a Claude agent or an AgentCore harness",
+        help="run a prompt against a Claude, OpenAI or Gemini agent or an AgentCore harness",
         description="Run one prompt to the end of the agent's turn, with local tools, "
         "showing the agent's text and each tool call as they happen.",
         epilog=EPILOG,
@@ -87,7 +96,8 @@ def add_command(commands: Any) -> None:
         "--session-id",
         metavar="ID",
         help="continue this session instead of starting one (AgentCore: the runtime "
-        "session id); without a prompt it finishes what the session was doing",
+        "session id; Gemini: the newest interaction); without a prompt it finishes what "
+        "the session was doing",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object at the end")
     run.add_argument(
@@ -204,6 +214,8 @@ class _Run:
             argv += ["--harness-arn", args.harness_arn]
         if args.provider == "claude-bedrock" and self.region:
             argv += ["--region", self.region]  # a session id names no region
+        if args.provider == "gemini":  # every interaction of the chain repeats them
+            argv += gemini_flags(connect_options(args))
         for dest in ("profile", "tools", "decisions", "confirm", "elicit"):
             if getattr(args, dest):
                 argv += [f"--{dest}", getattr(args, dest)]

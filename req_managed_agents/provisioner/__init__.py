@@ -1,8 +1,9 @@
 """Idempotent provisioning: content-addressed agents, environments and harnesses.
 
 * :func:`provision` / :func:`teardown` - an agent (Claude: agent + environment; AgentCore:
-  a harness brought to ``READY``; OpenAI: an agent) named ``<base>_<digest8>`` by its
-  content, created only when neither the store nor the provider has it.
+  a harness brought to ``READY``; OpenAI: an agent; Gemini: an agent whose id is its name)
+  named ``<base>_<digest8>`` (Gemini: ``<base>-<digest8>``) by its content, created only
+  when neither the store nor the provider has it.
 * :func:`ensure_environment`, :func:`tag`, :func:`resolve`, :func:`prune_environments` -
   the Claude environment lifecycle.
 * :class:`Runtime`, :func:`bootstrap_script`, :func:`system_prompt_block`,
@@ -24,6 +25,7 @@ from req_managed_agents.provisioner._environments import (
 from req_managed_agents.provisioner._identity import canonical_json, compose_name, digest, digest8
 from req_managed_agents.provisioner._provision import (
     ClaudeAgentHandle,
+    GeminiAgentHandle,
     HarnessHandle,
     OpenAIAgentHandle,
     provision,
@@ -44,6 +46,7 @@ __all__ = [
     "EnvironmentHandle",
     "EnvironmentSpec",
     "FileStore",
+    "GeminiAgentHandle",
     "HarnessHandle",
     "MemoryStore",
     "OpenAIAgentHandle",

@@ -17,6 +17,7 @@ from req_managed_agents.stores._base import store_lock
 __all__ = [
     "CLAUDE_KINDS",
     "ClaudeAgentHandle",
+    "GeminiAgentHandle",
     "Handle",
     "HarnessHandle",
     "OpenAIAgentHandle",
@@ -69,7 +70,19 @@ class OpenAIAgentHandle:
     kind: str = "openai"
 
 
-Handle = Union[ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle]
+@dataclass(frozen=True)
+class GeminiAgentHandle:
+    """A provisioned Gemini agent, whose caller-chosen id is its content-addressed name
+    (``name`` and ``agent_id`` are the same); interactions started from it (``agent=``)
+    name their environment themselves."""
+
+    agent_id: str
+    name: str
+    digest: str
+    kind: str = "gemini"
+
+
+Handle = Union[ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle, GeminiAgentHandle]
 CLAUDE_KINDS = ("claude", "claude-bedrock")
 
 
@@ -84,6 +97,8 @@ def from_record(record: Any) -> Handle | None:
             return HarnessHandle(**record)
         if record.get("kind") == "openai":
             return OpenAIAgentHandle(**record)
+        if record.get("kind") == "gemini":
+            return GeminiAgentHandle(**record)
     except TypeError:
         return None
     return None

@@ -5,7 +5,8 @@ keys sorted, no insignificant whitespace, UTF-8 (non-ASCII kept as is), lists in
 Numbers are normalised so that equal values hash alike: an integral float is encoded as the
 integer (``1.0`` as ``1``), other floats by Python's shortest round-trip representation, and
 NaN or infinity is rejected (``ValueError``), as is any value JSON cannot express. ``digest8``
-is the first 8 lowercase hex characters; provider-side names are ``<base>_<digest8>``.
+is the first 8 lowercase hex characters; provider-side names are ``<base>_<digest8>``
+(``<base>-<digest8>`` for Gemini, whose ids take no ``_``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 __all__ = [
     "AGENTCORE_NAMES",
     "CLAUDE_NAMES",
+    "GEMINI_NAMES",
     "OPENAI_NAMES",
     "NamePolicy",
     "canonical_json",
@@ -75,6 +77,9 @@ class NamePolicy:
     max_length: int
     invalid: re.Pattern[str] | None = None
     must_start_with_letter: bool = False
+    # What stands for an invalid character and joins the parts; whether case is folded.
+    separator: str = "_"
+    lowercase: bool = False
 
 
 # Claude agents and environments take any name of up to 256 characters.
@@ -85,6 +90,15 @@ OPENAI_NAMES = NamePolicy(max_length=256)
 AGENTCORE_NAMES = NamePolicy(
     max_length=40, invalid=re.compile(r"[^A-Za-z0-9_]"), must_start_with_letter=True
 )
+# Gemini agent ids (caller-chosen, the content address itself): 1 to 63 lowercase letters,
+# digits and dashes, starting with a letter (a Google resource id).
+GEMINI_NAMES = NamePolicy(
+    max_length=63,
+    invalid=re.compile(r"[^a-z0-9-]"),
+    must_start_with_letter=True,
+    separator="-",
+    lowercase=True,
+)
 # Room for "_<6 hex>" when a long base is shortened, plus the separator before the digest.
 _BASE_HASH_LENGTH = 6
 
@@ -92,14 +106,18 @@ _BASE_HASH_LENGTH = 6
 def compose_name(base: str, digest_8: str, policy: NamePolicy) -> str:
     """``<base>_<digest8>`` made acceptable to ``policy``.
 
-    Invalid characters become ``_``; a base not starting with a letter gets an ``a`` prefix
-    when the policy demands one. A base too long for the limit keeps its beginning plus
-    ``_`` and 6 hex characters of a hash of the whole base, so two long bases sharing a prefix
-    still get different names; the digest itself is never shortened.
+    Invalid characters become the policy's separator (``_``, or ``-`` for Gemini, which
+    also joins the parts; its names are lowercased first); a base not starting with a
+    letter gets an ``a`` prefix when the policy demands one. A base too long for the limit
+    keeps its beginning plus the separator and 6 hex characters of a hash of the whole base,
+    so two long bases sharing a prefix still get different names; the digest itself is
+    never shortened.
     """
     if not base:
         raise ValueError("a name base must not be empty")
-    fitted = policy.invalid.sub("_", base) if policy.invalid is not None else base
+    joint = policy.separator
+    fitted = base.lower() if policy.lowercase else base
+    fitted = policy.invalid.sub(joint, fitted) if policy.invalid is not None else fitted
     if policy.must_start_with_letter and not fitted[0].isalpha():
         fitted = "a" + fitted
     budget = policy.max_length - len(digest_8) - 1
@@ -107,8 +125,8 @@ def compose_name(base: str, digest_8: str, policy: NamePolicy) -> str:
         raise ValueError(f"a name limit of {policy.max_length} leaves no room for a base")
     if len(fitted) > budget:
         base_hash = hashlib.sha256(base.encode("utf-8")).hexdigest()[:_BASE_HASH_LENGTH]
-        fitted = f"{fitted[: budget - _BASE_HASH_LENGTH - 1]}_{base_hash}"
-    return f"{fitted}_{digest_8}"
+        fitted = f"{fitted[: budget - _BASE_HASH_LENGTH - 1]}{joint}{base_hash}"
+    return f"{fitted}{joint}{digest_8}"
 
 
 _VERSIONED = re.compile(r"(?P<base>.+)_(?P<digest>[0-9a-f]{8})", re.DOTALL)

@@ -1,4 +1,4 @@
-"""``provision`` and ``teardown``: idempotent, content-addressed agents for both providers.
+"""``provision`` and ``teardown``: idempotent, content-addressed agents for every provider.
 
 ``provision`` returns the handle for a spec, creating provider resources only when neither the
 store nor the provider already has them:
@@ -40,8 +40,15 @@ from req_managed_agents.provisioner._claude import (
     provision_claude_bedrock,
 )
 from req_managed_agents.provisioner._environments import EnvironmentHandle
+from req_managed_agents.provisioner._gemini import (
+    find_gemini_agent,
+    gemini_agent_id,
+    gemini_client,
+    provision_gemini,
+)
 from req_managed_agents.provisioner._handles import (
     ClaudeAgentHandle,
+    GeminiAgentHandle,
     Handle,
     HarnessHandle,
     OpenAIAgentHandle,
@@ -72,6 +79,7 @@ from req_managed_agents.stores import Store
 
 __all__ = [
     "ClaudeAgentHandle",
+    "GeminiAgentHandle",
     "HarnessHandle",
     "OpenAIAgentHandle",
     "locate",
@@ -95,7 +103,9 @@ def provision(
 
     Claude returns a :class:`ClaudeAgentHandle`; pass it as ``agent=`` to the drivers.
     OpenAI returns an :class:`OpenAIAgentHandle` (``agent=``); its sessions choose their
-    environment, so ``environment`` is refused there.
+    environment, so ``environment`` is refused there. Gemini returns a
+    :class:`GeminiAgentHandle` (``agent=``) whose id is the content address, likewise
+    without an environment.
     On Amazon Bedrock (``ClaudeManagedAgentsBedrock``) ``environment`` is a sandbox ARN and
     ``execution_role_arn`` is required. AgentCore returns a :class:`HarnessHandle`
     (``harness=``) and needs
@@ -117,6 +127,13 @@ def provision(
                 "an OpenAI agent has no environment: name it per session (environment=)"
             )
         return provision_openai(provider, spec, store)
+    if is_gemini(provider):
+        if environment is not None:
+            raise TypeError(
+                "a Gemini agent is provisioned without an environment: name it per "
+                "conversation (environment=)"
+            )
+        return provision_gemini(provider, spec, store)
     if isinstance(provider, ClaudeManagedAgentsBedrock):
         return provision_claude_bedrock(provider, spec, environment, store, execution_role_arn)
     if isinstance(environment, str):
@@ -146,6 +163,14 @@ def is_openai(provider: Any) -> bool:
     return True
 
 
+def is_gemini(provider: Any) -> bool:
+    try:
+        gemini_client(provider)
+    except TypeError:
+        return False
+    return True
+
+
 def is_agentcore(provider: Any) -> bool:
     try:
         agentcore_client(provider)
@@ -165,8 +190,8 @@ def teardown(
     environment: EnvironmentSpec | None = None,
     execution_role_arn: str | None = None,
 ) -> None:
-    """Archive the Claude agent, or delete the OpenAI agent or the AgentCore harness, and
-    forget it in the store.
+    """Archive the Claude agent, or delete the OpenAI or Gemini agent or the AgentCore
+    harness, and forget it in the store.
 
     Takes the handle ``provision`` returned, or the same spec (with the same ``environment``
     and, for AgentCore, ``execution_role_arn``), in which case the resource is found by its
@@ -180,7 +205,9 @@ def teardown(
         if located is None:
             return
         resolved: Handle | None = located
-    elif isinstance(handle_or_spec, (ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle)):
+    elif isinstance(
+        handle_or_spec, (ClaudeAgentHandle, HarnessHandle, OpenAIAgentHandle, GeminiAgentHandle)
+    ):
         resolved = handle_or_spec
     else:
         resolved = from_record(handle_or_spec)
@@ -191,6 +218,8 @@ def teardown(
             claude_client(provider).archive_agent(resolved.agent_id)
         elif isinstance(resolved, OpenAIAgentHandle):
             openai_client(provider).delete_agent(resolved.agent_id)
+        elif isinstance(resolved, GeminiAgentHandle):
+            gemini_client(provider).delete_agent(resolved.agent_id)
         else:
             agentcore_client(provider).delete_harness(resolved.harness_id)
     except NotFoundError:
@@ -210,6 +239,11 @@ def locate(
         name = compose_name(spec.name, digest8(body), OPENAI_NAMES)
         agent = find_openai_agent(openai_client(provider), name)
         return None if agent is None else OpenAIAgentHandle(str(agent["id"]), name, name[-8:])
+    if is_gemini(provider):
+        agent_id, agent_digest = gemini_agent_id(spec)
+        if find_gemini_agent(gemini_client(provider), agent_id) is None:
+            return None
+        return GeminiAgentHandle(agent_id, agent_id, agent_digest)
     if is_agentcore(provider):
         body = harness_body(spec, environment, (execution_role_arn or "").strip())
         name = compose_name(spec.name, digest8(body), AGENTCORE_NAMES)

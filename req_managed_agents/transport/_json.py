@@ -238,8 +238,8 @@ def checked_id(value: Any, field: str = "id") -> str:
     return value
 
 
-# Page cursors, which go back out in a URL like an id.
-_CURSORS = frozenset({"next_page", "nextToken"})
+# Page cursors, which go back out in a URL like an id (Anthropic's, AWS's, Gemini's).
+_CURSORS = frozenset({"next_page", "nextToken", "next_page_token"})
 
 # What check_fields looks at in a field, by its name: an id, a type or status, or nothing.
 _PLAIN, _ID, _NAME = 0, 1, 2

@@ -1,7 +1,8 @@
 """``rma emulator``: each runtime's emulator served until Ctrl-C, with the ``export`` lines
 that point ``rma`` and the vendor SDKs at it. The test does what a person would: start it,
 take the printed variables - and nothing else of its own environment - and complete a call
-with the vendor's SDK (``anthropic``, its Bedrock client, ``boto3``, ``openai``); then Ctrl-C
+with the vendor's SDK (``anthropic``, its Bedrock client, ``boto3``, ``openai``,
+``google-genai``); then Ctrl-C
 stops it with status 130. ``rma demo --provider`` runs a session on each emulator."""
 
 from __future__ import annotations
@@ -72,11 +73,19 @@ stream = openai.OpenAI().beta.agents.sessions.create(
 with stream:
     print(stream.get_final_result().output_text)
 """
+GEMINI_SDK = """
+import os
+from google import genai
+client = genai.Client()
+interaction = client.interactions.create(agent=os.environ["RMA_AGENT_ID"], input="Hi")
+print(interaction.status, interaction.output_text)
+"""
 SDK_CALLS = {
     "claude": (CLAUDE_SDK.format(client="Anthropic"), "Hello from the emulator."),
     "claude-bedrock": (CLAUDE_SDK.format(client="AnthropicBedrock"), "Hello from the emulator."),
     "agentcore": (AGENTCORE_SDK, "Let me look up both cities."),  # the demo's agent
     "openai": (OPENAI_SDK, "Hello from the emulator."),
+    "gemini": (GEMINI_SDK, "completed Hello from the emulator."),
 }
 
 
@@ -135,12 +144,14 @@ def served() -> Iterator[list[Served]]:
             one.process.communicate(timeout=30)
 
 
-@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai"])
+@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai", "gemini"])
 def test_the_vendor_sdk_completes_a_call_with_only_the_printed_variables(
     provider: str, served: list[Served], tmp_path: Path
 ) -> None:
     pytest.importorskip("boto3" if provider == "agentcore" else "anthropic")
     pytest.importorskip("openai")
+    if provider == "gemini":
+        pytest.importorskip("google.genai")
     script = tmp_path / "hello.py"
     script.write_text(HELLO)
     argv = ["--provider", provider]
@@ -246,7 +257,7 @@ def test_a_script_file_that_does_not_hold_a_script_is_a_usage_error(
     assert "wrong.py" in fails(capsys, 2, "emulator", "--script", str(wrong))
 
 
-@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai"])
+@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai", "gemini"])
 def test_the_demo_runs_on_every_emulator(provider: str, capsys: pytest.CaptureFixture[str]) -> None:
     if provider in ("agentcore", "claude-bedrock"):
         pytest.importorskip("botocore")
@@ -264,7 +275,7 @@ def test_the_demo_refuses_flags_a_runtime_does_not_take(
     assert _cli.main(["demo", "--provider", "nope"]) == 2
 
 
-@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai"])
+@pytest.mark.parametrize("provider", ["claude", "claude-bedrock", "agentcore", "openai", "gemini"])
 def test_the_demo_runs_against_the_service_the_environment_names(
     provider: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,6 +289,7 @@ def test_the_demo_runs_against_the_service_the_environment_names(
         for name, value in running.variables.items():
             monkeypatch.setenv(name, value)
         named = {
+            "agent": "--agent-id",
             "agent_id": "--agent-id",
             "environment_id": "--environment-id",
             "harness_arn": "--harness-arn",

@@ -369,7 +369,7 @@ CLAUDE = ["--agent-id", "a", "--environment-id", "e"]
             "is a int, not a Tools registry",
         ),
         ([*CLAUDE, "--tools", "weather_tools:Careful", "Hi"], "is a class; name an instance of it"),
-        (["--provider", "gemini", "Hi"], "argument --provider: invalid choice: 'gemini'"),
+        (["--provider", "bard", "Hi"], "argument --provider: invalid choice: 'bard'"),
     ],
 )
 @pytest.mark.usefixtures("offline", "tools_folder")

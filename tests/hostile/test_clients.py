@@ -1,9 +1,10 @@
-"""The hostile-answer sweep over every route of every provider's API client, over real
-sockets: the first request a call makes is answered, in place of the service, with one of
-the answers of ``_answers`` that its route cannot use. Each must end as a
-:class:`~req_managed_agents.errors.MalformedResponseError` naming the request and what was wrong -
-never a ``KeyError``, ``TypeError`` or ``AttributeError``, nor a value handed back that the
-caller would trip on - and its message must stay short whatever the answer's size.
+"""The hostile-answer sweep over every route of every provider's API client (Claude, on
+Anthropic's API and Bedrock, OpenAI, AgentCore, Gemini), over real sockets: the first
+request a call makes is answered, in place of the service, with one of the answers of
+``_answers`` that its route cannot use. Each must end as a
+:class:`~req_managed_agents.errors.MalformedResponseError` naming the request and what was
+wrong - never a ``KeyError``, ``TypeError`` or ``AttributeError``, nor a value handed back
+that the caller would trip on - and its message must stay short whatever the answer's size.
 
 A table lists each route: the call, and the shape of answer it reads (one resource with its
 id, an object without one, a page of items, the events a post recorded). A test checks that
@@ -26,16 +27,23 @@ import pytest
 from req_managed_agents.errors import MalformedResponseError
 from req_managed_agents.providers.agentcore import AgentCoreClient
 from req_managed_agents.providers.claude import ClaudeBedrockClient, ClaudeClient
+from req_managed_agents.providers.gemini._client import GeminiClient
 from req_managed_agents.providers.openai import OpenAIClient
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, OpenAIAgentsEmulator
+from req_managed_agents.testing import (
+    AgentCoreEmulator,
+    ClaudeEmulator,
+    GeminiEmulator,
+    OpenAIAgentsEmulator,
+)
 from tests.hostile._answers import HUGE, PAGE_ANSWERS, POSTED_ANSWERS, RESOURCE_ANSWERS
 
 Call = Callable[[Any], Any]
 
 
-def _page_answers(member: str) -> dict[str, bytes]:
-    """The page answers, listing under ``member`` (AgentCore names a list after its items;
-    it leaves an empty one out, so a page without it is an empty page there)."""
+def _page_answers(member: str, cursor: str) -> dict[str, bytes]:
+    """The page answers, listing under ``member`` with the next page's token in ``cursor``
+    (AgentCore and Gemini name a list after its items and leave an empty one out, so a page
+    without it is an empty page there)."""
     if member == "data":
         return PAGE_ANSWERS
     answers = {
@@ -43,7 +51,7 @@ def _page_answers(member: str) -> dict[str, bytes]:
         for name, body in PAGE_ANSWERS.items()
         if name != "no-data"
     }
-    answers["huge-cursor"] = json.dumps({member: [], "nextToken": HUGE}).encode()
+    answers["huge-cursor"] = json.dumps({member: [], cursor: HUGE}).encode()
     return answers
 
 
@@ -71,9 +79,13 @@ class Route:
     member: str = "data"
     more: Mapping[str, bytes] = field(default_factory=dict)  # answers only this route reads
     usable: tuple[str, ...] = ()  # answers of its shape this route can use
+    cursor: str = "nextToken"  # where a page names the next one (member not "data")
 
     def answers(self) -> dict[str, bytes]:
-        shared = _page_answers(self.member) if self.shape == "page" else SHAPES[self.shape]
+        if self.shape == "page":
+            shared = _page_answers(self.member, self.cursor)
+        else:
+            shared = SHAPES[self.shape]
         kept = {name: body for name, body in shared.items() if name not in self.usable}
         return {**kept, **self.more}
 
@@ -256,6 +268,37 @@ AGENTCORE = [
     ),
 ]
 
+_GEMINI_PAGE = "next_page_token"
+_I = "int_1"
+GEMINI = [
+    Route("create_interaction", lambda c: c.create_interaction(agent="a-1", input="hi")),
+    Route("get_interaction", lambda c: c.get_interaction(_I)),
+    Route("cancel_interaction", lambda c: c.cancel_interaction(_I)),
+    Route("delete_interaction", lambda c: c.delete_interaction(_I), "object"),
+    Route("create_agent", lambda c: c.create_agent(id="a-1")),
+    Route("get_agent", lambda c: c.get_agent("a-1")),
+    Route("list_agents", lambda c: c.list_agents(), "page", "agents", cursor=_GEMINI_PAGE),
+    Route("iter_agents", lambda c: list(c.iter_agents()), "page", "agents", cursor=_GEMINI_PAGE),
+    Route("delete_agent", lambda c: c.delete_agent("a-1"), "object"),
+    Route("create_environment", lambda c: c.create_environment(mode="on_demand")),
+    Route("get_environment", lambda c: c.get_environment(E)),
+    Route(
+        "list_environments",
+        lambda c: c.list_environments(),
+        "page",
+        "environments",
+        cursor=_GEMINI_PAGE,
+    ),
+    Route(
+        "iter_environments",
+        lambda c: list(c.iter_environments()),
+        "page",
+        "environments",
+        cursor=_GEMINI_PAGE,
+    ),
+    Route("delete_environment", lambda c: c.delete_environment(E), "object"),
+]
+
 # Public methods that are no route, or whose answer is not read as one JSON object: a
 # stream (read by the feeds and ``invoke_*``, swept in ``test_runs``), a file's bytes (any
 # bytes are a file), a post answered 202 with no body, clients made from this one.
@@ -269,6 +312,8 @@ NOT_JSON = {
     "send_events",  # OpenAI's: 202, no body
     "invoke_harness",
     "invoke_agent_runtime_command",
+    "stream_interaction",  # Gemini's streamed create
+    "open_interaction_stream",
 }
 
 
@@ -278,6 +323,7 @@ def _routes() -> Iterator[Any]:
         ("bedrock", BEDROCK),
         ("openai", OPENAI),
         ("agentcore", AGENTCORE),
+        ("gemini", GEMINI),
     ):
         for route in routes:
             for answer, body in route.answers().items():
@@ -314,6 +360,12 @@ def agentcore() -> Iterator[tuple[AgentCoreEmulator, AgentCoreClient]]:
         yield emulator, provider.client
 
 
+@pytest.fixture(scope="module")
+def gemini() -> Iterator[tuple[GeminiEmulator, GeminiClient]]:
+    with GeminiEmulator() as emulator, emulator.provider(timeout=5, max_retries=0) as provider:
+        yield emulator, provider.client
+
+
 @pytest.mark.parametrize(("provider", "route", "body"), list(_routes()))
 def test_an_unusable_answer_is_a_malformed_response_error(
     provider: str, route: Route, body: bytes, request: pytest.FixtureRequest
@@ -336,6 +388,7 @@ _CLIENTS: Mapping[str, tuple[type, list[Route]]] = {
     "bedrock": (ClaudeBedrockClient, BEDROCK),
     "openai": (OpenAIClient, OPENAI),
     "agentcore": (AgentCoreClient, AGENTCORE),
+    "gemini": (GeminiClient, GEMINI),
 }
 
 

@@ -20,9 +20,15 @@ from req_managed_agents import ManagedAgentsError
 from req_managed_agents.errors import StreamError
 from req_managed_agents.providers.agentcore._converse import ConverseFold
 from req_managed_agents.providers.claude import _events as claude
+from req_managed_agents.providers.gemini import _events as gemini
 from req_managed_agents.providers.openai import _events as openai
 from req_managed_agents.providers.openai._catch_up import Tracker
-from req_managed_agents.testing import AgentCoreEmulator, ClaudeEmulator, OpenAIAgentsEmulator
+from req_managed_agents.testing import (
+    AgentCoreEmulator,
+    ClaudeEmulator,
+    GeminiEmulator,
+    OpenAIAgentsEmulator,
+)
 from req_managed_agents.transport._json import check_fields
 from tests.faults._matrix import MatrixTools
 from tests.hostile import test_runs as runs
@@ -179,6 +185,38 @@ def test_agentcore_frames_with_hostile_fields_fold_or_are_refused() -> None:
         return [frame for turn in turns for frame in turn]
 
     _fuzz(_log(runs._agentcore_start, runs._agentcore_run, frames), _agentcore_fold)
+
+
+def _gemini_fold(events: list[Event]) -> None:
+    """Each hop's events folded as the conversation does, then the hop as recorded (the
+    catch-up's ``GET``: a ``completed`` event's interaction stands in for it)."""
+    hops: list[gemini.InteractionFold] = []
+    for event in events:
+        if event.get("event_type") == gemini.CREATED or not hops:
+            hops.append(gemini.InteractionFold("int_1"))
+        hops[-1].add(event)
+        interaction = event.get("interaction")
+        if isinstance(interaction, dict):
+            hops[-1].take(interaction)
+        gemini.usage_of(event.get("usage"))
+        gemini.turn_of(hops, events)
+        for hop in hops:
+            hop.texts()
+
+
+def test_gemini_events_with_hostile_fields_fold_or_are_refused() -> None:
+    from tests.hostile import test_gemini_runs as gemini_runs
+
+    def log(emulator: GeminiEmulator, result: Any) -> list[Event]:
+        events = emulator.conversation_events(str(result.session_id))
+        # What a catch-up reads: each hop as recorded, steps and all.
+        recorded = [
+            {"event_type": gemini.RECORDED, "interaction": emulator.interaction(i)}
+            for i in emulator.interaction_ids()
+        ]
+        return [*events, *recorded]
+
+    _fuzz(_log(gemini_runs._start, gemini_runs._run, log), _gemini_fold)
 
 
 def test_the_fuzz_starts_from_real_runs() -> None:

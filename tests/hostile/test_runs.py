@@ -390,7 +390,10 @@ def _sweep(
     run: Callable[[Any, MatrixTools], SessionResult],
     running: Callable[[Any], list[str]] | None,
     reference: dict[str, Any],
+    made: Callable[[Any], list[str]] = lambda emulator: list(emulator.session_ids()),
 ) -> None:
+    """Run ``hostile``'s run; ``made`` lists the sessions it made (by their ids as a
+    result names them)."""
     sockets_before = socket_fds()
     threads_before = set(_library_threads())
     checks = Checks()
@@ -427,10 +430,10 @@ def _sweep(
         if running is not None:
             settled = emulator.wait_until(lambda: not running(emulator), 5.0)
             checks.expect(settled, f"sessions left running: {running(emulator)}")
-            made = emulator.session_ids()
-            checks.expect(len(made) <= 1, f"more than one session was made: {made}")
+            sessions = made(emulator)
+            checks.expect(len(sessions) <= 1, f"more than one session was made: {sessions}")
             if result is not None:
-                checks.expect(made == [result.session_id], "the run is not on the session made")
+                checks.expect(sessions == [result.session_id], "the run is not on the session made")
         checks.no_open_streams(emulator)
     checks.nothing_left_behind(sockets_before, threads_before)
     checks.verdict()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from req_managed_agents.provisioner._identity import (
     AGENTCORE_NAMES,
     CLAUDE_NAMES,
+    GEMINI_NAMES,
     NamePolicy,
     canonical_json,
     compose_name,
@@ -331,3 +332,13 @@ def test_split_name_rejects_names_that_are_not_content_addressed(name: str) -> N
 
 def test_split_name_rejects_a_trailing_newline() -> None:
     assert split_name("data_1234abcd\n") is None
+
+
+@pytest.mark.parametrize("base", ["weather", "Weather_Bot", "9 lives!", "x" * 200, "ÄÖ-é"])
+def test_gemini_names_are_agent_ids_ending_with_the_digest(base: str) -> None:
+    """A Gemini agent's content address is its id: 1 to 63 lowercase letters, digits and
+    dashes, starting with a letter, not ending with a dash."""
+    name = compose_name(base, "0a1b2c3d", GEMINI_NAMES)
+    assert re.fullmatch(r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?", name), name
+    assert name.endswith("-0a1b2c3d")
+    assert name != compose_name(base + "2", "0a1b2c3d", GEMINI_NAMES)

@@ -253,12 +253,17 @@ class InteractionFold:
             self.continuation_token = token
 
     def steps(self) -> list[dict[str, Any]]:
-        """What the agent did, in order (the interaction's input left out)."""
+        """What the agent did, in order (the interaction's input left out, and any step
+        whose ``type`` is not a string: nothing can be made of it)."""
         if self._recorded is not None:
             steps = self._recorded
         else:
             steps = [self._streamed[i].value() for i in sorted(self._streamed)]
-        return [step for step in steps if step.get("type") not in _INPUT_STEPS]
+        return [
+            step
+            for step in steps
+            if isinstance(step.get("type"), str) and step["type"] not in _INPUT_STEPS
+        ]
 
     def texts(self) -> list[tuple[str, str]]:
         """Each ``model_output`` step's preview key and text (the n-th such step, streamed

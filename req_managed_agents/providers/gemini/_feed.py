@@ -38,6 +38,7 @@ from req_managed_agents.providers.gemini._events import (
     CREATED,
     ENDED,
     RECORDED,
+    STEP_START,
 )
 from req_managed_agents.sse import ServerSentEvent, SSEDecoder
 from req_managed_agents.transport._backoff import RetryPolicy
@@ -300,4 +301,8 @@ def _parse(sse: ServerSentEvent) -> Event | None:
         data["event_type"] = kind = sse.event
     if not isinstance(kind, str):
         raise Unparseable("the event names no event_type")
+    step = data.get("step")
+    if kind == STEP_START and not (isinstance(step, Mapping) and isinstance(step.get("type"), str)):
+        # The step is lost as surely as in a frame that does not parse: made good likewise.
+        raise Unparseable("the step.start carries no step with a type")
     return None if kind in _HEARTBEAT_TYPES else data
