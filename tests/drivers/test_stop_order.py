@@ -108,18 +108,24 @@ def test_a_cancel_comes_back_at_once_while_a_post_is_stuck(emulator: ClaudeEmula
         let_go.wait(20)
 
     emulator.before_requests("POST", r"/v1/sessions/[^/]+/events", slow, where=is_prompt)
-    try:
-        with emulator.provider(timeout=30) as provider:
-            session = Session(provider, handler=CountingTools(), **ids(emulator))
-            session.start("go")
+    with emulator.provider(timeout=30) as provider:
+        session = Session(provider, handler=CountingTools(), **ids(emulator))
+        session.start("go")
+        try:
             assert stuck.wait(5)
             started = time.monotonic()
             session.cancel()
             result = session.wait(3)
             assert time.monotonic() - started < 3
-        assert result.stop_reason == {"type": "cancelled"}
-    finally:
-        let_go.set()
+        finally:
+            let_go.set()
+        # The post lands now and the stop follows it; both reach this emulator, not a
+        # later test's (the run's thread sends them after cancel() has come back).
+        (session_id,) = emulator.session_ids()
+        assert emulator.wait_until(
+            lambda: "user.interrupt" in [e["type"] for e in emulator.events(session_id)], 10
+        )
+    assert result.stop_reason == {"type": "cancelled"}
 
 
 def test_breaking_out_at_the_final_turn_end_is_not_a_stop() -> None:
