@@ -5,6 +5,8 @@ never a system one, and stopped at the end."""
 from __future__ import annotations
 
 import signal
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +40,34 @@ def _signals_left_as_found() -> Iterator[None]:
     before = _signal_state()
     yield
     assert _signal_state() == before, "the test left the process's signal handling changed"
+
+
+# How long the threads a test started get, all together, to end on their own after it.
+THREADS_END_WITHIN = 5.0
+
+
+def _library_threads() -> set[threading.Thread]:
+    """The library's client-side threads: every one is named ``rma-...`` (the emulators'
+    are named after their class)."""
+    return {thread for thread in threading.enumerate() if thread.name.startswith("rma-")}
+
+
+@pytest.fixture(autouse=True)
+def _library_threads_ended() -> Iterator[None]:
+    """Every test ends the library threads it started (a module's fixture starts those it
+    keeps before the tests, so they are not counted): one left running - a run's thread, a
+    feed, a lease renewer - goes on sending requests, drawing retry jitter and sleeping in
+    later tests of this process, where a ``responses`` mock counts its calls and a patched
+    pause speeds its retries. Those still ending get a bounded join; only they are waited on."""
+    before = _library_threads()
+    yield
+    deadline = time.monotonic() + THREADS_END_WITHIN
+    running = []
+    for thread in _library_threads() - before:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            running.append(thread.name)
+    assert not running, f"the test left library threads running: {sorted(running)}"
 
 
 @pytest.fixture(scope="session")

@@ -153,6 +153,7 @@ class ApiCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
         budget: SendBudget | None = None,
         deadline: float | None = None,
+        cancelled: threading.Event | None = None,
         plane: HttpClient | None = None,
         cut_deep: bool = False,
         required: tuple[str, ...] = ("id",),
@@ -166,7 +167,7 @@ class ApiCore:
         the ``item_required`` fields. With ``wrapped``, the object the answer wraps under
         that name (``{"harness": {...}}``) is returned, its ``required`` fields not empty.
         ``body`` is sent as JSON, ``data`` as the bytes given, ``files`` as a multipart form
-        (to ``plane``, or this API)."""
+        (to ``plane``, or this API). A retry's wait ends when ``cancelled`` is set."""
         http = plane or self._http
         response = http.request(
             method,
@@ -180,6 +181,7 @@ class ApiCore:
             telemetry_metadata=telemetry_metadata,
             budget=budget,
             deadline=deadline,
+            cancelled=cancelled,
         )
         what = f"{method} {path}"
         answer = json_object(
@@ -221,14 +223,19 @@ class ApiCore:
         telemetry_metadata: Mapping[str, Any] | None = None,
         cut_deep: bool = False,
         item_required: tuple[str, ...] = ("id",),
+        cancelled: threading.Event | None = None,
     ) -> Iterator[Json]:
         """A list's items, a page at a time, to the last page (stop iterating and no further
         page is asked for); every item must carry the ``item_required`` fields. A cursor
-        seen before ends the list: a server repeating one would otherwise loop forever."""
+        seen before ends the list: a server repeating one would otherwise loop forever.
+        Once ``cancelled`` is set, a retry's wait ends and no further page is asked for
+        (:class:`TransportError`)."""
         size_parameter, size = self._dialect.page_size
         query: dict[str, Any] = {size_parameter: size, **(params or {})}
         seen: set[tuple[tuple[str, Any], ...]] = set()
         while True:
+            if seen and cancelled is not None and cancelled.is_set():
+                raise TransportError(f"GET {path}: cancelled before its next page", not_sent=True)
             page = self._json(
                 "GET",
                 path,
@@ -236,6 +243,7 @@ class ApiCore:
                 params=query,
                 headers=headers,
                 telemetry_metadata=telemetry_metadata,
+                cancelled=cancelled,
                 cut_deep=cut_deep,
                 required=() if self._dialect.omits_empty_lists else (member,),
                 listing=member,

@@ -271,7 +271,7 @@ class RedisStore(DelegatedRecords):
         threading.Thread(
             target=self._keep_alive,
             args=(lease,),
-            name=f"RedisStore-renew {self._lock_name}",
+            name=f"rma-redis-lock-{self.prefix}lock",
             daemon=True,
         ).start()
         return lease

@@ -49,6 +49,7 @@ def test_claim_then_finish_then_reuse(
     assert again is not None
     assert again.result == result
     assert ledger.claim("s2", "t1") is None, "sessions do not share tool call ids"
+    ledger.release("s2", "t1")  # held, its lease would be renewed on past this test
 
 
 def charging_tools(side_effects: Path) -> Tools:

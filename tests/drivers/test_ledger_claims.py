@@ -27,6 +27,7 @@ from req_managed_agents import (
 from req_managed_agents.drivers._tool_runner import ToolRunCancelled, run_tools
 from req_managed_agents.model import SessionInfo, ToolUse
 from req_managed_agents.testing import ClaudeEmulator, Turn, call
+from tests.support.ledger import claim_and_die
 
 
 def _rerun_claim(path: str, session_id: str, call_id: str, read: Any, wins: Any) -> None:
@@ -39,7 +40,7 @@ def _rerun_claim(path: str, session_id: str, call_id: str, read: Any, wins: Any)
 
 def test_of_two_workers_rerunning_an_unfinished_call_only_one_runs_it(tmp_path: Path) -> None:
     path = str(tmp_path / "store.json")
-    ToolLedger(FileStore(path)).claim("sesn_1", "call_1")  # a worker that died mid-call
+    claim_and_die(tmp_path / "store.json", "sesn_1", "call_1")  # a worker that died mid-call
     spawn = multiprocessing.get_context("spawn")
     read, wins = spawn.Barrier(6), spawn.Queue()
     workers = [

@@ -4,6 +4,7 @@ and reaches a confirmation hook too."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from req_managed_agents.testing import (
     AgentCoreEmulator,
     ClaudeEmulator,
     ConverseTurn,
+    OpenAIAgentsEmulator,
+    OpenAITurn,
     ToolCall,
     Turn,
     call,
@@ -96,6 +99,55 @@ def test_closing_a_session_while_it_opens_stops_its_stream_and_threads(
         assert _attempts(emulator) == attempts, "no stream request after close"
 
 
+def test_closing_a_session_while_its_stream_catches_up_ends_the_feed_at_once(
+    emulator: ClaudeEmulator,
+) -> None:
+    # The stream attaches; reading the history it missed is refused, to be asked again only
+    # after 20 s: a stop must end that wait, not leave the feed to ask once more after it.
+    history = r"/v1/sessions/[^/]+/events"
+    emulator.fail_requests("GET", history, 429, times=1000, retry_after=20)
+    with emulator.provider() as provider:
+        session = Session(provider, handler=CountingTools(), **ids(emulator))
+        session.start("go")
+        assert emulator.wait_until(lambda: _history_reads(emulator) > 0, 10)
+        feeds = [thread for thread in threading.enumerate() if thread.name.startswith("rma-feed")]
+        session.close()
+        for feed in feeds:
+            feed.join(5)
+        assert [feed.name for feed in feeds if feed.is_alive()] == []
+    assert _history_reads(emulator) == 1
+
+
+def test_closing_an_openai_session_while_its_stream_catches_up_ends_the_feed_at_once() -> None:
+    # The stream drops; catching up begins with reading the session, refused until 20 s on.
+    with OpenAIAgentsEmulator([OpenAITurn(text="Working on it.", delay=2.0)]) as emulator:
+        emulator.drop_stream(1)
+        emulator.fail_requests("GET", _SESSION, 429, times=1000, retry_after=20)
+        with emulator.provider() as provider:
+            session = Session(provider, handler=CountingTools(), agent_id=emulator.add_agent())
+            session.start("go")
+            assert emulator.wait_until(lambda: _session_reads(emulator) > 0, 10)
+            feeds = [t for t in threading.enumerate() if t.name.startswith("rma-feed")]
+            session.close()
+            for feed in feeds:
+                feed.join(5)
+            assert [feed.name for feed in feeds if feed.is_alive()] == []
+        assert _session_reads(emulator) == 1
+
+
+def _history_reads(emulator: ClaudeEmulator) -> int:
+    return sum(r.method == "GET" and r.path.endswith("/events") for r in emulator.requests)
+
+
+_SESSION = r"(/v1)?/agents/sessions/[^/]+"
+
+
+def _session_reads(emulator: OpenAIAgentsEmulator) -> int:
+    return sum(
+        r.method == "GET" and bool(re.fullmatch(_SESSION, r.path)) for r in emulator.requests
+    )
+
+
 def _attempts(emulator: ClaudeEmulator) -> int:
     return sum(r.path.endswith("/events/stream") for r in emulator.requests)
 
@@ -108,18 +160,24 @@ def test_a_cancel_comes_back_at_once_while_a_post_is_stuck(emulator: ClaudeEmula
         let_go.wait(20)
 
     emulator.before_requests("POST", r"/v1/sessions/[^/]+/events", slow, where=is_prompt)
-    try:
-        with emulator.provider(timeout=30) as provider:
-            session = Session(provider, handler=CountingTools(), **ids(emulator))
-            session.start("go")
+    with emulator.provider(timeout=30) as provider:
+        session = Session(provider, handler=CountingTools(), **ids(emulator))
+        session.start("go")
+        try:
             assert stuck.wait(5)
             started = time.monotonic()
             session.cancel()
             result = session.wait(3)
             assert time.monotonic() - started < 3
-        assert result.stop_reason == {"type": "cancelled"}
-    finally:
-        let_go.set()
+        finally:
+            let_go.set()
+        # The post lands now and the stop follows it; both reach this emulator, not a
+        # later test's (the run's thread sends them after cancel() has come back).
+        (session_id,) = emulator.session_ids()
+        assert emulator.wait_until(
+            lambda: "user.interrupt" in [e["type"] for e in emulator.events(session_id)], 10
+        )
+    assert result.stop_reason == {"type": "cancelled"}
 
 
 def test_breaking_out_at_the_final_turn_end_is_not_a_stop() -> None:

@@ -33,6 +33,7 @@ def _result(tools: Tools, name: str, arguments: dict[str, object]) -> ToolResult
 @pytest.fixture(scope="module")
 def server() -> Iterator[McpServer]:
     with python_server("stateless") as opened:
+        opened.start()  # here, so that its reader thread belongs to the module, not a test
         yield opened
 
 

@@ -17,6 +17,7 @@ from tests.mcp.conftest import npm_server
 def everything() -> Iterator[McpServer]:
     node, entry = npm_server("server-everything")
     with McpServer(node, [entry, "stdio"], name="everything") as server:
+        server.start()  # here, so that its reader thread belongs to the module, not a test
         yield server
 
 

@@ -35,6 +35,7 @@ RUN_TIMEOUT = 60.0
 def everything() -> Iterator[McpServer]:
     node, entry = npm_server("server-everything")
     with McpServer(node, [entry, "stdio"], name="everything") as server:
+        server.start()  # here, so that its reader thread belongs to the module, not a test
         yield server
 
 
@@ -44,13 +45,9 @@ def test_a_servers_progress_reaches_the_runs_stream(everything: McpServer) -> No
     long = call("trigger-long-running-operation", duration=0.3, steps=3)
     script = [Turn(tool_calls=[long]), Turn(text="done")]
     with ClaudeEmulator(script) as emulator, emulator.provider(timeout=10) as provider:
-        session = Session(
-            provider,
-            handler=tools,
-            agent_id=emulator.add_agent(),
-            environment_id=emulator.add_environment(),
-        )
-        items = list(session.stream("Run it.", timeout=RUN_TIMEOUT))
+        ids = {"agent_id": emulator.add_agent(), "environment_id": emulator.add_environment()}
+        with Session(provider, handler=tools, **ids) as session:
+            items = list(session.stream("Run it.", timeout=RUN_TIMEOUT))
 
     reports = [item for item in items if isinstance(item, ToolCallProgress)]
     assert [(r.progress, r.total) for r in reports] == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]

@@ -55,6 +55,7 @@ def _run(runtime: Runtime, turns: list[dict[str, Any]], tools: Tools, **options:
 @pytest.fixture(scope="module", params=["stateless", "handshake"])
 def python_tools(request: pytest.FixtureRequest) -> Iterator[Tools]:
     with python_server(request.param) as server:
+        server.start()  # here, so that its reader thread belongs to the module, not a test
         tools = Tools()
         allow = ["echo", "pixel", "forecast", "totals", "fail", "media"]
         tools.include(server, allow=allow, confirm="never")  # `fail` is marked destructive
@@ -99,6 +100,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Tools, Pat
     (folder / "pixel.png").write_bytes(PIXEL)
     command, *args = npm_server("server-filesystem")
     with McpServer(command, [*args, str(folder)], name="files") as server:
+        server.start()  # here, so that its reader thread belongs to the module, not a test
         tools = Tools()
         tools.include(
             server, prefix="fs_", allow=["write_file", "read_text_file", "read_media_file"]
@@ -249,6 +251,7 @@ def test_a_run_stopped_during_a_long_call_cancels_it_and_leaves_no_child(
 def everything_tools() -> Iterator[Tools]:
     node, entry = npm_server("server-everything")
     with McpServer(node, [entry, "stdio"], name="everything") as server:
+        server.start()  # here, so that its reader thread belongs to the module, not a test
         tools = Tools()
         tools.include(server, allow=["echo", "get-tiny-image", "get-structured-content"])
         yield tools

@@ -100,12 +100,18 @@ class EventFeed(StreamFeed):
 
     def history_after(self, mark: str | None) -> list[Event]:
         """The session's events newer than event ``mark`` (all of them for ``None``),
-        oldest first: read back from the newest, a page at a time, until ``mark``."""
+        oldest first: read back from the newest, a page at a time, until ``mark``. A stop
+        ends a retry's wait and the pages still to read (:class:`TransportError`)."""
         if mark is None:
-            return self._client.list_events(self._session_id, telemetry_metadata=self._metadata)
+            return self._client.list_events(
+                self._session_id, telemetry_metadata=self._metadata, cancelled=self._stopped
+            )
         newer: list[Event] = []
         for event in self._client.iter_events(
-            self._session_id, order="desc", telemetry_metadata=self._metadata
+            self._session_id,
+            order="desc",
+            telemetry_metadata=self._metadata,
+            cancelled=self._stopped,
         ):
             if event.get("id") == mark:
                 break

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -111,22 +112,27 @@ def catch_up(
     session_id: str,
     tracker: Tracker,
     telemetry_metadata: Mapping[str, Any],
+    cancelled: threading.Event | None = None,
 ) -> list[Event]:
     """The events the feed has not delivered, rebuilt from the session's turns, the items
-    of its root turns that were running, and its status - oldest first.
+    of its root turns that were running, and its status - oldest first. Once ``cancelled``
+    is set (the feed stopped), a retry's wait ends and no further page is read.
 
     The status is read first: the turns and items read after it are at least as recent, so
     a status that says a turn ended never comes without that turn's end (read the other way
     round, a turn could end between the two reads, and its idle arrive without it)."""
-    session = client.get_session(session_id, telemetry_metadata=telemetry_metadata)
+    session = client.get_session(
+        session_id, telemetry_metadata=telemetry_metadata, cancelled=cancelled
+    )
     rebuilt: list[Event] = []
-    for turn in reversed(_turns_since(client, session_id, tracker, telemetry_metadata)):
+    turns = _turns_since(client, session_id, tracker, telemetry_metadata, cancelled)
+    for turn in reversed(turns):
         turn_id = str(turn.get("id"))
         if not tracker.knows(("created", turn_id)):
             rebuilt.append(_turn_event(TURN_CREATED, "created", session_id, turn))
         if turn.get("subagent_id") is None:
             items = client.list_turn_items(
-                session_id, turn_id, telemetry_metadata=telemetry_metadata
+                session_id, turn_id, telemetry_metadata=telemetry_metadata, cancelled=cancelled
             )
             rebuilt += _item_events(session_id, turn_id, items, tracker)
         status = turn.get("status")
@@ -157,12 +163,16 @@ def _turns_since(
     session_id: str,
     tracker: Tracker,
     telemetry_metadata: Mapping[str, Any],
+    cancelled: threading.Event | None,
 ) -> list[Mapping[str, Any]]:
     """The turns that are new or were running, newest first: read back until a turn seen
     ending, once every turn seen running has been passed."""
     waiting = set(tracker.open_turns)
     found: list[Mapping[str, Any]] = []
-    for turn in client.iter_turns(session_id, telemetry_metadata=telemetry_metadata):
+    turns = client.iter_turns(
+        session_id, telemetry_metadata=telemetry_metadata, cancelled=cancelled
+    )
+    for turn in turns:
         turn_id = str(turn.get("id"))
         if tracker.knows(("ended", turn_id)) and not waiting:
             break

@@ -134,7 +134,9 @@ class OpenAIFeed(StreamFeed):
             if opened is not None:
                 self._catch_up(opened.pending)  # the stream began with the session
             else:
-                missed = catch_up(self._client, self._session_id, self._tracker, self._metadata)
+                missed = catch_up(
+                    self._client, self._session_id, self._tracker, self._metadata, self._stopped
+                )
                 if first and self._deliver_history:
                     self._queue_history([event for event in missed if self._remember(event)])
                 else:
@@ -144,7 +146,9 @@ class OpenAIFeed(StreamFeed):
             self._read(response, decoder, self._idle_timeout)
 
     def _recover(self) -> None:
-        self._catch_up(catch_up(self._client, self._session_id, self._tracker, self._metadata))
+        self._catch_up(
+            catch_up(self._client, self._session_id, self._tracker, self._metadata, self._stopped)
+        )
 
     def _parse(self, sse: ServerSentEvent) -> Event | None:
         return _parse(sse)

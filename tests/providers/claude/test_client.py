@@ -13,6 +13,7 @@ import io
 import json
 import random
 import re
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from email.message import EmailMessage
@@ -811,6 +812,23 @@ def test_a_repeated_next_page_cursor_stops_paging(
 
     assert [s["id"] for s in client.list_sessions()] == ["1", "2"]
     assert len(mock.calls) == 2
+
+
+def test_a_stopped_reader_asks_for_no_further_page(
+    client: ClaudeClient, mock: responses.RequestsMock
+) -> None:
+    pages: dict[str | None, dict[str, Any]] = {
+        None: {"data": [{"id": "sevt_1", "type": "agent.message"}], "next_page": "page_2"},
+        "page_2": {"data": [{"id": "sevt_2", "type": "agent.message"}], "next_page": None},
+    }
+    mock.add_callback(responses.GET, API + "/v1/sessions/sesn_1/events", callback=paged(pages))
+    stop = threading.Event()
+    events = client.iter_events("sesn_1", cancelled=stop)
+    assert next(events)["id"] == "sevt_1"
+    stop.set()
+    with pytest.raises(TransportError, match="cancelled"):
+        next(events)
+    assert len(mock.calls) == 1
 
 
 def test_older_has_more_last_id_pages_use_after_id(

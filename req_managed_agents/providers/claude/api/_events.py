@@ -53,17 +53,23 @@ class EventsAPI(ClientCore):
         *,
         page_size: int = EVENTS_PAGE_SIZE,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        cancelled: threading.Event | None = None,
         **query: Any,
     ) -> list[Json]:
         """The session's event history, every page, oldest first unless ``order="desc"``.
 
         ``types=[...]`` keeps only those event types (sent as ``types[]``);
         ``created_at_gte=``, ``_gt``, ``_lte`` and ``_lt`` (ISO 8601 strings or datetimes,
-        sent as ``created_at[gte]`` and so on) bound ``processed_at``.
+        sent as ``created_at[gte]`` and so on) bound ``processed_at``. Once ``cancelled``
+        is set, a retry's wait ends and no further page is asked for (a stopped reader).
         """
         return list(
             self.iter_events(
-                session_id, page_size=page_size, telemetry_metadata=telemetry_metadata, **query
+                session_id,
+                page_size=page_size,
+                telemetry_metadata=telemetry_metadata,
+                cancelled=cancelled,
+                **query,
             )
         )
 
@@ -73,13 +79,16 @@ class EventsAPI(ClientCore):
         *,
         page_size: int = EVENTS_PAGE_SIZE,
         telemetry_metadata: Mapping[str, Any] | None = None,
+        cancelled: threading.Event | None = None,
         **query: Any,
     ) -> Iterator[Json]:
         """Like :meth:`list_events`, one page at a time: stop iterating and no further page
         is asked for (reading back from the newest with ``order="desc"`` to a known event)."""
         path = f"/v1/sessions/{segment(session_id)}/events"
         params = {**query_params(query), "limit": page_size}
-        return self._pages(path, params, telemetry_metadata=telemetry_metadata, cut_deep=True)
+        return self._pages(
+            path, params, telemetry_metadata=telemetry_metadata, cut_deep=True, cancelled=cancelled
+        )
 
     def open_event_stream(
         self,

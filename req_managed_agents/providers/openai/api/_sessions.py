@@ -282,11 +282,16 @@ class SessionsAPI(ClientCore):
         return lambda: self.find_created_session(token, body.get("agent_id"), telemetry_metadata)
 
     def get_session(
-        self, session_id: str, *, telemetry_metadata: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        *,
+        telemetry_metadata: Mapping[str, Any] | None = None,
+        cancelled: threading.Event | None = None,
     ) -> Json:
-        """A session: status, the actions it waits for, usage, spend."""
+        """A session: status, the actions it waits for, usage, spend. A retry's wait ends
+        when ``cancelled`` is set."""
         path = f"/agents/sessions/{segment(session_id)}"
-        return self._get(path, telemetry_metadata=telemetry_metadata)
+        return self._get(path, telemetry_metadata=telemetry_metadata, cancelled=cancelled)
 
     def update_session(
         self, session_id: str, body: Mapping[str, Any] | None = None, /, **fields: Any

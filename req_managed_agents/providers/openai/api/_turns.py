@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -19,10 +20,17 @@ class TurnsAPI(ClientCore):
         *,
         order: str = "desc",
         telemetry_metadata: Mapping[str, Any] | None = None,
+        cancelled: threading.Event | None = None,
     ) -> Iterator[Json]:
-        """The session's turns (root and subagent), newest first unless ``order="asc"``."""
+        """The session's turns (root and subagent), newest first unless ``order="asc"``.
+        Once ``cancelled`` is set, a retry's wait ends and no further page is asked for."""
         path = f"/agents/sessions/{segment(session_id)}/turns"
-        return self._pages(path, list_params(order=order), telemetry_metadata=telemetry_metadata)
+        return self._pages(
+            path,
+            list_params(order=order),
+            telemetry_metadata=telemetry_metadata,
+            cancelled=cancelled,
+        )
 
     def list_turns(self, session_id: str, *, order: str = "desc") -> list[Json]:
         """Every turn of the session."""
@@ -39,7 +47,14 @@ class TurnsAPI(ClientCore):
         *,
         order: str = "asc",
         telemetry_metadata: Mapping[str, Any] | None = None,
+        cancelled: threading.Event | None = None,
     ) -> list[Json]:
-        """The items of one root turn, its subagent interactions included."""
+        """The items of one root turn, its subagent interactions included. Once
+        ``cancelled`` is set, a retry's wait ends and no further page is asked for."""
         path = f"/agents/sessions/{segment(session_id)}/turns/{segment(turn_id)}/items"
-        return self._list(path, list_params(order=order), telemetry_metadata=telemetry_metadata)
+        return self._list(
+            path,
+            list_params(order=order),
+            telemetry_metadata=telemetry_metadata,
+            cancelled=cancelled,
+        )
