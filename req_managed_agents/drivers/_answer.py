@@ -125,8 +125,8 @@ def answer(
         # may have made up), Gemini's newest interaction, everyone else's session id.
         name = next((n for n in _REATTACH if n in accepted), "session_id")
         connect[name] = decision.session_id
-        session = Session(provider, handler=handler, decisions=decisions, **connect)
-        reached = session.run(None, timeout=timeout)
+        with Session(provider, handler=handler, decisions=decisions, **connect) as session:
+            reached = session.run(None, timeout=timeout)
         stopped = True
         return reached
     finally:

@@ -30,8 +30,11 @@ from tests.support.tools import CountingTools
 THREADS = ("rma-session", "rma-feed")
 
 
-def ours() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith(THREADS)]
+def ours(before: set[threading.Thread]) -> list[str]:
+    """The session and feed threads started since ``before`` (a thread another test left
+    is that test's failure, reported there)."""
+    new = set(threading.enumerate()) - before
+    return [t.name for t in new if t.name.startswith(THREADS)]
 
 
 def ids(emulator: ClaudeEmulator, script: Any = None) -> dict[str, str]:
@@ -83,6 +86,7 @@ def test_closing_a_session_while_it_opens_stops_its_stream_and_threads(
     # The stream cannot attach (every attempt refused): opening goes on retrying it.
     stream = r"/v1/sessions/[^/]+/events/stream"
     emulator.fail_requests("GET", stream, 503, times=1000, retry_after=0.05)
+    before = set(threading.enumerate())
     with emulator.provider() as provider:
         session = Session(provider, handler=CountingTools(), **ids(emulator))
         session.start("go")
@@ -91,9 +95,9 @@ def test_closing_a_session_while_it_opens_stops_its_stream_and_threads(
         session.close()
         assert time.monotonic() - started < 3
         deadline = time.monotonic() + 3
-        while ours() and time.monotonic() < deadline:
+        while ours(before) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert ours() == []
+        assert ours(before) == []
         attempts = _attempts(emulator)
         time.sleep(1.0)
         assert _attempts(emulator) == attempts, "no stream request after close"
@@ -106,11 +110,13 @@ def test_closing_a_session_while_its_stream_catches_up_ends_the_feed_at_once(
     # after 20 s: a stop must end that wait, not leave the feed to ask once more after it.
     history = r"/v1/sessions/[^/]+/events"
     emulator.fail_requests("GET", history, 429, times=1000, retry_after=20)
+    before = set(threading.enumerate())
     with emulator.provider() as provider:
         session = Session(provider, handler=CountingTools(), **ids(emulator))
         session.start("go")
         assert emulator.wait_until(lambda: _history_reads(emulator) > 0, 10)
-        feeds = [thread for thread in threading.enumerate() if thread.name.startswith("rma-feed")]
+        new = set(threading.enumerate()) - before
+        feeds = [thread for thread in new if thread.name.startswith("rma-feed")]
         session.close()
         for feed in feeds:
             feed.join(5)
@@ -123,11 +129,13 @@ def test_closing_an_openai_session_while_its_stream_catches_up_ends_the_feed_at_
     with OpenAIAgentsEmulator([OpenAITurn(text="Working on it.", delay=2.0)]) as emulator:
         emulator.drop_stream(1)
         emulator.fail_requests("GET", _SESSION, 429, times=1000, retry_after=20)
+        before = set(threading.enumerate())
         with emulator.provider() as provider:
             session = Session(provider, handler=CountingTools(), agent_id=emulator.add_agent())
             session.start("go")
             assert emulator.wait_until(lambda: _session_reads(emulator) > 0, 10)
-            feeds = [t for t in threading.enumerate() if t.name.startswith("rma-feed")]
+            new = set(threading.enumerate()) - before
+            feeds = [t for t in new if t.name.startswith("rma-feed")]
             session.close()
             for feed in feeds:
                 feed.join(5)
