@@ -33,11 +33,12 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Union
 
 from req_managed_agents.drivers._leases import DEFAULT_LEASE, Leases, lapsed_long_ago
-from req_managed_agents.drivers._ledger import result_from_record, result_record
+from req_managed_agents.drivers._ledger import key_part, result_from_record, result_record
 from req_managed_agents.errors import SessionError
 from req_managed_agents.model._vocabulary import (
     Allow,
@@ -113,7 +114,7 @@ class DecisionBook:
             if found is not None:
                 return found
             self._records.replace_record(item_key, known, token)
-        decision = PendingDecision(**{**_fields(draft), "token": token})
+        decision = replace(draft, token=token)
         self._records.add_record(_key(token), {**_record(decision), "status": "pending"})
         self._update_index(lambda index: {**index, token: decision.session_id})
         return decision
@@ -288,24 +289,20 @@ def answer_from_record(kind: str, record: Mapping[str, Any]) -> Answer:
     return ElicitationDecline() if action == "decline" else ElicitationCancel()
 
 
-def _escape(part: str) -> str:
-    return part.replace("%", "%25").replace(":", "%3A")
-
-
 def _key(token: str) -> str:
-    return f"decision:{_escape(token)}"
+    return f"decision:{key_part(token)}"
 
 
 def _item_key(session_id: str, item_id: str) -> str:
-    return f"decision-item:{_escape(session_id)}:{_escape(item_id)}"
+    return f"decision-item:{key_part(session_id)}:{key_part(item_id)}"
 
 
 def _turn_key(session_id: str) -> str:
-    return f"decision-turn:{_escape(session_id)}"
+    return f"decision-turn:{key_part(session_id)}"
 
 
 def _known_key(session_id: str, item_id: str) -> str:
-    return f"decision-known:{_escape(session_id)}:{_escape(item_id)}"
+    return f"decision-known:{key_part(session_id)}:{key_part(item_id)}"
 
 
 def _unleased(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -316,10 +313,6 @@ def _when(stamp: Any) -> datetime | None:
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
         return datetime.fromtimestamp(stamp, timezone.utc)
     return None
-
-
-def _fields(decision: PendingDecision) -> dict[str, Any]:
-    return {name: getattr(decision, name) for name in PendingDecision.__dataclass_fields__}
 
 
 def _record(decision: PendingDecision) -> dict[str, Any]:

@@ -103,6 +103,7 @@ class TurnAnswers:
         self._new: list[tuple[DecisionKind, ToolUse | Elicitation, Defer | Deferred]] = []
         self._known: list[tuple[DecisionKind, str, Answer]] = []
         self._tool_uses: list[ToolUse] = []
+        self._from_store: list[str] = []  # the questions whose answers the store gave
 
     def ask(
         self,
@@ -127,7 +128,10 @@ class TurnAnswers:
         """The decisions store's word on ``item_id`` (None without a store)."""
         if self._deferral is None:
             return None
-        return self._deferral.book.lookup(self._session_id, item_id)
+        found = self._deferral.book.lookup(self._session_id, item_id)
+        if found is not None and not isinstance(found, PendingDecision):
+            self._from_store.append(item_id)
+        return found
 
     def wait_on(self, decision: PendingDecision) -> None:
         """A question that already waits (found by :meth:`lookup`)."""
@@ -189,9 +193,9 @@ class TurnAnswers:
 
     def settle(self) -> None:
         """The turn's answers reached the provider: every decision of it is answered."""
-        if self._deferral is None:
-            return
-        for _, item_id, _ in self._known:
+        if self._deferral is None or not self._from_store:
+            return  # nothing of this turn waited: nothing to settle
+        for item_id in dict.fromkeys(self._from_store):
             self._deferral.book.settle(self._session_id, item_id)
         self._deferral.book.drop_turn(self._session_id)
 

@@ -51,6 +51,7 @@ __all__ = [
     "LedgerEntry",
     "ToolLedger",
     "UnfinishedPolicy",
+    "key_part",
     "result_from_record",
     "result_record",
 ]
@@ -269,13 +270,13 @@ class ToolLedger:
         return found is not None and self._records.delete_record(name, found)
 
     def _key(self, session_id: str, tool_use_id: str) -> str:
-        return f"{self._prefix}:{_escape(session_id)}:{_escape(tool_use_id)}"
+        return f"{self._prefix}:{key_part(session_id)}:{key_part(tool_use_id)}"
 
     def _binding_key(self, key: str) -> str:
-        return f"{self._prefix}-runs:{_escape(key)}"
+        return f"{self._prefix}-runs:{key_part(key)}"
 
 
-def _escape(part: str) -> str:
+def key_part(part: str) -> str:
     """A key part without ':' (the store's group separator)."""
     return part.replace("%", "%25").replace(":", "%3A")
 
