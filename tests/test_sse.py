@@ -452,6 +452,23 @@ def test_many_events_of_one_shape_are_decoded_column_wise(monkeypatch: pytest.Mo
     assert decode([cma_stream(40)]) == reference_decode(cma_stream(40))
 
 
+@pytest.mark.parametrize(
+    "stream",
+    [
+        b"event: a\ndata: 1\n\nid: 7\ndata: 2\n\n",  # ids in some blocks only
+        b"id: 1\ndata: 1\n\nid: 2\ndata: 2\n\ndata: 3\n\n",
+        b"data: 1\n\ndata: 2\n\n\ndata: 3\n\n",  # a blank line more between two
+        b"data: 1\n\ndata:2\n\n",
+        b"id: 1\nevent: a\ndata: 1\n\n",
+        b"event: \nid: \ndata: \n\n",
+        b"data: a: b\n\ndata:  two spaces\n\n",
+    ],
+)
+def test_few_blocks_in_a_chunk_match_the_reference(stream: bytes) -> None:
+    # An id in force before them, for the blocks that set none.
+    assert decode([b"id: before\n\n", stream]) == reference_decode(b"id: before\n\n" + stream)
+
+
 # --- properties -------------------------------------------------------------------------------
 
 value_text = st.text(

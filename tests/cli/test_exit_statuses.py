@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -87,14 +86,14 @@ def interrupted(emulator: ClaudeEmulator) -> int:
         env={**os.environ},
     )
     try:
-        deadline = time.monotonic() + 20
-        while not emulator.session_ids() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        # Pressed once the run is under way (a loaded machine may take a while to get there).
+        assert emulator.wait_until(emulator.session_ids, timeout=120), "the run never started"
         child.send_signal(signal.SIGINT)
-        return child.wait(timeout=20)
+        return child.wait(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
+            child.wait()
 
 
 def reader_gone(emulator: ClaudeEmulator) -> int:
@@ -112,6 +111,7 @@ def reader_gone(emulator: ClaudeEmulator) -> int:
     finally:
         if child.poll() is None:
             child.kill()
+            child.wait()
 
 
 def in_process(*argv: str) -> int:

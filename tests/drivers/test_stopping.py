@@ -47,9 +47,14 @@ CHILD = textwrap.dedent(
             for item in session.stream("go", timeout=60):
                 pass
     except KeyboardInterrupt:
-        time.sleep(1.0)  # the tool reports its cancel signal meanwhile
+        # The tool reports its cancel signal meanwhile; the threads end (bounded for a busy box).
         ours = ("rma-session", "rma-feed")
-        alive = [t.name for t in threading.enumerate() if t.name.startswith(ours)]
+        deadline = time.monotonic() + 20
+        while True:
+            alive = [t.name for t in threading.enumerate() if t.name.startswith(ours)]
+            if not alive or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         print(f"interrupted threads={alive}", flush=True)
         sys.exit(130)
     print("finished", flush=True)
@@ -103,11 +108,12 @@ def test_ctrl_c_interrupts_the_remote_turn_and_the_running_tool(
     )
     read_until(child, "tool-started")
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=20)
+    out, err = child.communicate(timeout=60)
     assert child.returncode == 130, err
     cancelled = [line for line in out.splitlines() if line.startswith("tool-cancelled")]
     assert cancelled, out
-    assert float(cancelled[0].split()[1]) < 1.0, "the tool saw its cancel signal within 1 s"
+    # Told at once, not after its own 30 s (with room for a busy machine).
+    assert float(cancelled[0].split()[1]) < 10, "the tool saw its cancel signal"
     assert "interrupted threads=[]" in out, out
     (session_id,) = emulator.session_ids()
     logged = [event["type"] for event in emulator.events(session_id)]
@@ -156,7 +162,7 @@ def test_leaving_the_with_block_with_a_run_in_flight_interrupts_it(
         session.start("go")
         assert started.wait(10)
         session_id = str(session.session_id)
-    assert saw_cancel.wait(1)
+    assert saw_cancel.wait(20)
     assert "user.interrupt" in [event["type"] for event in emulator.events(session_id)]
 
 
@@ -176,7 +182,7 @@ def test_a_run_timeout_interrupts_the_turn_only_when_asked(
             agent_id=emulator.add_agent(script),
             environment_id=emulator.add_environment(),
         )
-    assert saw_cancel.wait(1), "the tool is told to stop either way"
+    assert saw_cancel.wait(20), "the tool is told to stop either way"
     session_id = str(caught.value.session_id)  # type: ignore[attr-defined]
     logged = [event["type"] for event in emulator.events(session_id)]
     assert ("user.interrupt" in logged) is interrupt
@@ -196,7 +202,7 @@ def test_cancelling_an_agentcore_run_stops_its_runtime_session() -> None:
         assert started.wait(10)
         session.cancel()
         result = session.wait(5)
-        assert saw_cancel.wait(1)
+        assert saw_cancel.wait(20)
         stops = [r for r in emulator.requests if r.path.endswith("/stopruntimesession")]
     assert result.stop_reason == {"type": "cancelled"}
     assert [r.headers["x-amzn-bedrock-agentcore-runtime-session-id"] for r in stops] == [

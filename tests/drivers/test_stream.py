@@ -281,7 +281,7 @@ def test_a_stream_that_is_never_iterated_starts_nothing(claude: ClaudeEmulator) 
 def test_a_stream_timeout_stops_waiting_and_leaves_the_turn_resumable(
     claude: ClaudeEmulator,
 ) -> None:
-    script = [Turn(text="slow", delay=30)]
+    script = [Turn(text="ready"), Turn(text="slow", delay=60)]
     with claude.provider() as provider:
         session = Session(
             provider,
@@ -289,11 +289,14 @@ def test_a_stream_timeout_stops_waiting_and_leaves_the_turn_resumable(
             agent_id=claude.add_agent(script),
             environment_id=claude.add_environment(),
         )
-        started = time.monotonic()
-        with pytest.raises(TimeoutError), session:
-            for _ in session.stream("go", timeout=0.5):
-                pass
-        assert time.monotonic() - started < 3
+        with session:
+            assert session.run("first", timeout=120).text == "ready"
+            started = time.monotonic()
+            with pytest.raises(TimeoutError):
+                for _ in session.stream("go", timeout=1):
+                    pass
+        # It stopped waiting long before the 60 s turn could end (with room for a busy machine).
+        assert time.monotonic() - started < 30
         session_id = str(session.session_id)
     assert "user.interrupt" not in [event["type"] for event in claude.events(session_id)]
 

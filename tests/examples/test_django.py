@@ -18,7 +18,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -62,7 +61,7 @@ server.serve_forever()
 # The ASGI application, driven as an ASGI server would: a run answered in JSON, then a
 # stream whose client disconnects once the first text event has arrived.
 ASGI_DRIVER = f"""
-import asyncio, json, time
+import asyncio, json
 from agentsite.asgi import application
 {CAPTURE}
 
@@ -87,17 +86,16 @@ async def call(scope, body=b"", disconnect_after=None):
             chunks.append(message.get("body", b""))
             if disconnect_after and disconnect_after in b"".join(chunks):
                 gone.set()
-    began = time.monotonic()
-    await asyncio.wait_for(application(scope, receive, send), 20)
-    return b"".join(chunks).decode(), time.monotonic() - began
+    await asyncio.wait_for(application(scope, receive, send), 60)
+    return b"".join(chunks).decode()
 
 async def main():
-    body, _ = await call(scope("POST", "/async/ask"), json.dumps({{"prompt": "Weather?"}}).encode())
+    body = await call(scope("POST", "/async/ask"), json.dumps({{"prompt": "Weather?"}}).encode())
     print(body, flush=True)
-    body, seconds = await call(
+    body = await call(
         scope("GET", "/async/stream", b"q=Weather"), disconnect_after=b"event: text"
     )
-    print(json.dumps({{"body": body, "seconds": seconds}}), flush=True)
+    print(json.dumps({{"body": body}}), flush=True)
 
 asyncio.run(main())
 """
@@ -110,8 +108,6 @@ def squared(inputs: list[str]) -> str:
     return f"{n} squared is {n * n}"
 
 
-# Answers depend on the prompt; the delay keeps all of the clients' runs open at once.
-ANSWERING = [Turn(text=squared, delay=0.5)]
 # Three turns with a pause before each: a run is still going whenever a client leaves.
 WEATHER = [
     Turn(text="Checking Paris.", tool_calls=[call("get_weather", city="Paris")], delay=0.3),
@@ -167,7 +163,7 @@ def wsgi_site(emulator: ClaudeEmulator, agent_id: str, log: Path) -> Iterator[in
 
 
 def post_json(port: int, path: str, payload: Any) -> tuple[int, Any]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         connection.request("POST", path, json.dumps(payload), {"content-type": "application/json"})
         response = connection.getresponse()
@@ -188,26 +184,29 @@ def event_types(emulator: ClaudeEmulator, session_id: str) -> list[str]:
 
 def test_sixteen_clients_at_once_each_get_their_own_answer(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
+    # No answer is given before all sixteen runs have reached the service: one after
+    # another, the first would wait here in vain and its turn would fail.
+    all_runs_open = Barrier(CLIENTS, timeout=120)
+
+    def answer_once_all_are_open(inputs: list[str]) -> str:
+        all_runs_open.wait()
+        return squared(inputs)
+
     with ClaudeEmulator() as emulator:
-        agent_id = emulator.add_agent(ANSWERING)
-        with wsgi_site(emulator, agent_id, log) as port:
-            barrier = Barrier(CLIENTS)
-
-            def ask(n: int) -> tuple[int, Any]:
-                barrier.wait(10)  # all requests in flight together
-                return post_json(port, "/ask", {"prompt": f"What is {n} squared?"})
-
-            began = time.monotonic()
-            with ThreadPoolExecutor(CLIENTS) as pool:
-                answers = list(pool.map(ask, range(CLIENTS)))
-            elapsed = time.monotonic() - began
+        agent_id = emulator.add_agent([Turn(text=answer_once_all_are_open)])
+        with wsgi_site(emulator, agent_id, log) as port, ThreadPoolExecutor(CLIENTS) as pool:
+            answers = list(
+                pool.map(
+                    lambda n: post_json(port, "/ask", {"prompt": f"What is {n} squared?"}),
+                    range(CLIENTS),
+                )
+            )
     for n, (status, body) in enumerate(answers):
         assert status == 200, body
         assert body["terminal"] == "end_turn"
         assert body["text"] == f"{n} squared is {n * n}"
     assert len({body["session_id"] for _, body in answers}) == CLIENTS
-    # One after another they would take 8 s.
-    assert elapsed < CLIENTS * 0.5 * 0.75, f"the runs did not overlap ({elapsed:.1f} s)"
+    assert not all_runs_open.broken
     assert POOL_FULL not in log.read_text()
 
 
@@ -259,12 +258,10 @@ def test_a_client_leaving_mid_stream_interrupts_the_remote_turn(tmp_path: Path) 
                 # A reset, not a FIN: the server's next write fails at once.
                 client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 client.close()
-            left = time.monotonic()
             (session_id,) = emulator.session_ids()
             assert emulator.wait_until(
-                lambda: "user.interrupt" in event_types(emulator, session_id), timeout=5
+                lambda: "user.interrupt" in event_types(emulator, session_id), timeout=30
             ), event_types(emulator, session_id)
-            assert time.monotonic() - left < 3
         # The run stopped there: the last turn never played.
         texts = [e.get("content") for e in emulator.events(session_id)]
         assert not any("Rome: " in json.dumps(text) for text in texts)
@@ -283,7 +280,7 @@ def test_the_async_views_answer_and_stop_on_disconnect_under_asgi(tmp_path: Path
             assert stream is not None, log.read_text()
             asked, streamed = emulator.session_ids()
             assert emulator.wait_until(
-                lambda: "user.interrupt" in event_types(emulator, streamed), timeout=5
+                lambda: "user.interrupt" in event_types(emulator, streamed), timeout=30
             ), event_types(emulator, streamed)
     assert ask == {
         "session_id": asked,
@@ -295,5 +292,4 @@ def test_the_async_views_answer_and_stop_on_disconnect_under_asgi(tmp_path: Path
     # It streamed (text before the run ended) and stopped there, not after a whole run.
     assert "event: text" in stream["body"]
     assert "event: done" not in stream["body"]
-    assert stream["seconds"] < 3
     assert "StreamingHttpResponse must consume" not in log.read_text()

@@ -31,20 +31,20 @@ class Api:
         self.http.headers.update(api_headers(emulator, beta))
 
     def get(self, path: str, **params: Any) -> requests.Response:
-        return self.http.get(self.emulator.base_url + path, params=params, timeout=5)
+        return self.http.get(self.emulator.base_url + path, params=params, timeout=30)
 
     def post(self, path: str, body: Any = None) -> requests.Response:
-        return self.http.post(self.emulator.base_url + path, json=body, timeout=5)
+        return self.http.post(self.emulator.base_url + path, json=body, timeout=30)
 
     def delete(self, path: str) -> requests.Response:
-        return self.http.delete(self.emulator.base_url + path, timeout=5)
+        return self.http.delete(self.emulator.base_url + path, timeout=30)
 
     def send(self, session_id: str, *events: dict[str, Any]) -> requests.Response:
         return self.post(f"/v1/sessions/{session_id}/events", {"events": list(events)})
 
     def upload(self, files: Any) -> requests.Response:
         """``files`` as ``requests`` takes it: a mapping or a list of (field, value) pairs."""
-        return self.http.post(self.emulator.base_url + "/v1/files", files=files, timeout=5)
+        return self.http.post(self.emulator.base_url + "/v1/files", files=files, timeout=30)
 
     def upload_file(self, name: str, data: bytes, content_type: str = "text/csv") -> Any:
         return ok(self.upload({"file": (name, data, content_type)}))

@@ -46,14 +46,14 @@ class OpenAIApi:
         self.http.headers.update(api_headers(emulator))
 
     def get(self, path: str, **params: Any) -> requests.Response:
-        return self.http.get(self.emulator.base_url + path, params=params, timeout=5)
+        return self.http.get(self.emulator.base_url + path, params=params, timeout=30)
 
     def post(self, path: str, body: Any = None, **headers: str) -> requests.Response:
         url = self.emulator.base_url + path
-        return self.http.post(url, json=body, headers=headers, timeout=5)
+        return self.http.post(url, json=body, headers=headers, timeout=30)
 
     def delete(self, path: str) -> requests.Response:
-        return self.http.delete(self.emulator.base_url + path, timeout=5)
+        return self.http.delete(self.emulator.base_url + path, timeout=30)
 
     def send(self, session_id: str, *events: dict[str, Any], key: str | None = None) -> Any:
         headers = {} if key is None else {"Idempotency-Key": key}

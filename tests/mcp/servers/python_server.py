@@ -8,8 +8,11 @@ stays alive after its input ends, so only a signal ends it."""
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,12 +42,43 @@ PIXEL = base64.b64decode(
 WAITING: dict[str, Path] = {}
 
 
-async def note_cancellations(ctx: Any, call_next: Any) -> Any:
-    if ctx.method == "notifications/cancelled" and isinstance(ctx.params, dict):
-        marker = WAITING.get(str(ctx.params.get("requestId")))
+def note_cancellation(params: Any) -> None:
+    if isinstance(params, dict):
+        marker = WAITING.get(str(params.get("requestId")))
         if marker is not None:
-            marker.with_name(marker.name + ".told").write_text(str(ctx.params.get("reason")))
+            marker.with_name(marker.name + ".told").write_text(str(params.get("reason")))
+
+
+async def note_cancellations(ctx: Any, call_next: Any) -> Any:
+    if ctx.method == "notifications/cancelled":
+        note_cancellation(ctx.params)
     return await call_next(ctx)
+
+
+def note_cancellations_as_read() -> None:
+    """Over stdio, note a cancellation as soon as its line is read, before the server
+    handles it: a client that closes the input right after it (Ctrl-C, then close) makes
+    the server cancel its handlers as it shuts down, the one that would note it included."""
+    read_end, write_end = os.pipe()
+    source = os.dup(0)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def relay() -> None:
+        with open(source, "rb") as lines, open(write_end, "wb", buffering=0) as server_input:
+            for line in lines:
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if isinstance(message, dict) and message.get("method") == (
+                        "notifications/cancelled"
+                    ):
+                        note_cancellation(message.get("params"))
+                try:
+                    server_input.write(line)
+                except OSError:  # the server has gone
+                    return
+
+    threading.Thread(target=relay, daemon=True).start()
 
 
 server = MCPServer("python-test-server", middleware=[note_cancellations])
@@ -194,6 +228,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
+        note_cancellations_as_read()
         server.run()
     if linger:
         import time

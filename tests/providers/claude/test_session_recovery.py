@@ -248,8 +248,8 @@ def test_ctrl_c_in_run_stops_the_worker_and_signals_the_tools(
     session = Session(provider, handler=tools, **ids(emulator, [Turn(tool_calls=[call("slow")])]))
     with pytest.raises(KeyboardInterrupt):
         session.run("go", timeout=20)
-    assert saw_cancel.wait(1), "the running tool saw its cancel signal"
-    deadline = time.monotonic() + 2
+    assert saw_cancel.wait(20), "the running tool saw its cancel signal"
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline and rma_threads():
         time.sleep(0.02)
     assert rma_threads() == []

@@ -43,7 +43,7 @@ class World:
         self.emulator = emulator
         self.environment_id = emulator.add_environment("sandbox", config=SELF_HOSTED)
         self.agent_id = emulator.add_agent()
-        options = {"timeout": 5.0, "max_retries": 0, **client_options}
+        options = {"timeout": 30.0, "max_retries": 0, **client_options}
         self.client = ClaudeClient(Secret(emulator.api_key), base_url=emulator.base_url, **options)
         self.key = emulator.environment_key(self.environment_id)
         self.worker = self.client.with_bearer(self.key)
