@@ -387,7 +387,8 @@ def test_an_environment_deleted_behind_the_stores_back_is_created_anew(
 ) -> None:
     store = MemoryStore()
     first = provision(provider, SPEC, store=store)
-    ok(Api(emulator).delete(f"/v1/environments/{first.environment_id}"))
+    with Api(emulator) as api:
+        ok(api.delete(f"/v1/environments/{first.environment_id}"))
     second = provision(provider, SPEC, store=store)
     assert second.environment_id != first.environment_id
     assert second.agent_id == first.agent_id, "the live agent is found by name and kept"

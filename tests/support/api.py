@@ -30,6 +30,17 @@ class Api:
         self.http = requests.Session()
         self.http.headers.update(api_headers(emulator, beta))
 
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close its keep-alive connections (left to the garbage collector, each is an
+        unclosed socket found in whichever later test it runs in)."""
+        self.http.close()
+
     def get(self, path: str, **params: Any) -> requests.Response:
         return self.http.get(self.emulator.base_url + path, params=params, timeout=30)
 

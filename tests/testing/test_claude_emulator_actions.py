@@ -516,7 +516,8 @@ def test_bad_outcomes_are_refused(harness: Any, changes: dict[str, Any], field: 
 def test_outcome_limits_and_file_rubrics_are_accepted(harness: Any) -> None:
     emulator, api = harness([Turn("slow", delay=30)])
     session_id = api.new_session()
-    rubric_file = Api(emulator).upload_file("rubric.md", b"# Rubric", "text/markdown")
+    with Api(emulator) as uploader:
+        rubric_file = uploader.upload_file("rubric.md", b"# Rubric", "text/markdown")
     file_rubric = {"type": "file", "file_id": rubric_file["id"]}
     echo = ok(api.send(session_id, outcome(rubric=file_rubric, max_iterations=20)))["data"][0]
     assert echo["rubric"] == file_rubric

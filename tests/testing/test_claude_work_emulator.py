@@ -34,10 +34,10 @@ class Caller:
         )
 
     def get(self, path: str, **params: Any) -> requests.Response:
-        return self.http.get(self.base + path, params=params, timeout=5)
+        return self.http.get(self.base + path, params=params, timeout=30)
 
     def post(self, path: str, body: Any = None, **params: Any) -> requests.Response:
-        return self.http.post(self.base + path, json=body, params=params, timeout=5)
+        return self.http.post(self.base + path, json=body, params=params, timeout=30)
 
 
 class Hosted:
@@ -190,7 +190,7 @@ def test_the_stats_count_the_queue_and_the_workers(hosted: Any) -> None:
         world.worker.http.get(
             world.worker.base + f"{world.work}/poll",
             headers={"anthropic-worker-id": "a"},
-            timeout=5,
+            timeout=30,
         )
     )
     stats = ok(world.worker.get(f"{world.work}/stats"))

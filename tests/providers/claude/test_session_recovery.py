@@ -179,7 +179,10 @@ def test_events_logged_before_the_first_attach_cannot_end_a_later_turn(
     # Log: their turn (0-6), our message (7), running (8), span start (9): drop there.
     emulator.drop_stream(9)
     tools = CountingTools()
-    result = run_to_completion(provider, "mine", handler=tools, timeout=15, **ids(emulator, script))
+    with api:
+        result = run_to_completion(
+            provider, "mine", handler=tools, timeout=15, **ids(emulator, script)
+        )
     assert result.text == "ours"
     assert result.events[0]["type"] == "user.message"
     assert [e["type"] for e in tools.events].count("session.status_idle") == 2
