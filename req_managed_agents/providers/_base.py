@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from typing_extensions import Self
 
+from req_managed_agents._redact import get_logger
 from req_managed_agents.errors import ConfigurationError
 from req_managed_agents.model._vocabulary import (
     Decision,
@@ -29,6 +30,7 @@ from req_managed_agents.model._vocabulary import (
     ToolUse,
     TurnResult,
 )
+from req_managed_agents.transport._json import loads
 
 __all__ = [
     "Aborted",
@@ -40,11 +42,14 @@ __all__ = [
     "Provider",
     "ProviderBase",
     "TextSink",
+    "call_arguments",
     "check_options",
     "count",
     "handle_id",
     "handle_value",
 ]
+
+_log = get_logger(__name__)
 
 EventSink = Callable[[Mapping[str, Any]], None]
 
@@ -279,6 +284,21 @@ def count(raw: Mapping[str, Any], key: str) -> int:
     """A token count from a provider's usage object (0 when absent or not an integer)."""
     value = raw.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def call_arguments(raw: object) -> dict[str, Any]:
+    """A function call's arguments, sent as an object or as its JSON text ({} when they are
+    neither: the tool then says what is missing, where a crash would end the run)."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        return {}
+    try:
+        decoded = loads(raw, cut_deep=True)
+    except ValueError as exc:
+        _log.warning("a function call carried arguments that are not JSON (%s); passing {}", exc)
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def handle_value(handle: Any, name: str) -> Any:

@@ -31,8 +31,8 @@ from req_managed_agents.model._vocabulary import (
     TurnResult,
     Usage,
 )
-from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import MAX_ID_CHARS, loads
+from req_managed_agents.providers._base import call_arguments, count
+from req_managed_agents.transport._json import MAX_ID_CHARS
 
 __all__ = [
     "COMPLETED",
@@ -129,20 +129,6 @@ def usage_of(raw: object) -> Usage:
         output_tokens=count(raw, "total_output_tokens") + count(raw, "total_thought_tokens"),
         cache_read_input_tokens=cached,
     )
-
-
-def _arguments(raw: object) -> dict[str, Any]:
-    """A function call's arguments: an object, or (pieced from deltas) its JSON text."""
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if not isinstance(raw, str) or not raw.strip():
-        return {}
-    try:
-        decoded = loads(raw, cut_deep=True)
-    except ValueError as exc:
-        _log.warning("a function call carried arguments that are not JSON (%s); passing {}", exc)
-        return {}
-    return decoded if isinstance(decoded, dict) else {}
 
 
 def _text(step: Mapping[str, Any]) -> str:
@@ -281,7 +267,7 @@ def _use(step: Mapping[str, Any]) -> ToolUse | None:
     return ToolUse(
         call_id,
         str(step.get("name") or step.get("type") or ""),
-        _arguments(step.get("arguments")),
+        call_arguments(step.get("arguments")),
         mcp_server=server if isinstance(server, str) else None,
     )
 

@@ -26,8 +26,8 @@ from req_managed_agents.model._vocabulary import (
     TurnResult,
     Usage,
 )
-from req_managed_agents.providers._base import count
-from req_managed_agents.transport._json import MAX_ID_CHARS, checked_id, loads
+from req_managed_agents.providers._base import call_arguments, count
+from req_managed_agents.transport._json import MAX_ID_CHARS, checked_id
 
 __all__ = [
     "BOUNDARIES",
@@ -154,20 +154,6 @@ def usage_of(raw: object) -> Usage:
     )
 
 
-def arguments_of(raw: object) -> dict[str, Any]:
-    """A function call's arguments, sent as a JSON string or an object."""
-    if isinstance(raw, Mapping):
-        return dict(raw)
-    if not isinstance(raw, str) or not raw.strip():
-        return {}
-    try:
-        decoded = loads(raw, cut_deep=True)
-    except ValueError as exc:
-        _log.warning("a function call carried arguments that are not JSON (%s); passing {}", exc)
-        return {}
-    return decoded if isinstance(decoded, dict) else {}
-
-
 def required_uses(
     session: object, threads: Mapping[str, str | None]
 ) -> tuple[list[ToolUse], list[ToolUse]]:
@@ -193,7 +179,7 @@ def required_uses(
                 ToolUse(
                     str(action.get("call_id", "")),
                     str(action.get("name", "")),
-                    arguments_of(action.get("arguments")),
+                    call_arguments(action.get("arguments")),
                     session_thread_id=threads.get(turn_id or ""),
                     turn_id=turn_id,
                 )
@@ -207,7 +193,7 @@ def required_uses(
                 ToolUse(
                     str(action.get("request_id", "")),
                     str(request.get("name") or ""),
-                    arguments_of(raw),
+                    call_arguments(raw),
                     mcp_server=server if isinstance(server, str) else None,
                     turn_id=turn_id,
                 )
@@ -268,7 +254,7 @@ def _observed(item: Mapping[str, Any]) -> ToolUse:
     return ToolUse(
         str(item.get("id", "")),
         str(item.get("name") or item.get("type") or ""),
-        arguments_of(item.get("arguments")),
+        call_arguments(item.get("arguments")),
         mcp_server=server if isinstance(server, str) else None,
         turn_id=item.get("turn_id") if isinstance(item.get("turn_id"), str) else None,
     )
